@@ -1,0 +1,11 @@
+// Package record is the log format shared by the write-ahead log and the
+// manifest: a file of 32 KiB blocks, each record split into chunks that never
+// cross a block boundary. A chunk is a 7-byte header (masked CRC-32C of type
+// and payload, 2-byte length, 1-byte type) and its payload.
+//
+// Reading separates a torn tail from corruption. A crash can leave the last
+// record half written; that is the end of the log, not an error. A chunk that
+// fails its checksum while a valid chunk still follows somewhere later in the
+// file is corruption: the reader returns a *CorruptionError naming the file and
+// offset rather than skipping data silently.
+package record

@@ -1,0 +1,266 @@
+package record
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+)
+
+const (
+	// BlockSize is the unit chunks are packed into.
+	BlockSize  = 32 << 10
+	headerSize = 7
+
+	typeFull   = 1
+	typeFirst  = 2
+	typeMiddle = 3
+	typeLast   = 4
+)
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// ErrCorruption is matched by every *CorruptionError.
+var ErrCorruption = errors.New("corruption")
+
+// CorruptionError names the file and byte offset of bad data.
+type CorruptionError struct {
+	File   string
+	Offset int64
+	Reason string
+}
+
+func (e *CorruptionError) Error() string {
+	return fmt.Sprintf("corruption in %s at offset %d: %s", e.File, e.Offset, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrCorruption) true.
+func (e *CorruptionError) Is(target error) bool { return target == ErrCorruption }
+
+// MaskCRC rotates and offsets a CRC so that a CRC stored inside data that is
+// itself checksummed does not weaken the outer checksum (LevelDB's trick).
+func MaskCRC(c uint32) uint32 { return (c>>15 | c<<17) + 0xa282ead8 }
+
+// Checksum is the masked CRC-32C of type byte t followed by data.
+func Checksum(t byte, data []byte) uint32 {
+	c := crc32.Update(0, crcTable, []byte{t})
+	return MaskCRC(crc32.Update(c, crcTable, data))
+}
+
+// Writer appends records. It is not safe for concurrent use.
+type Writer struct {
+	w           *bufio.Writer
+	blockOffset int
+	size        int64
+	hdr         [headerSize]byte
+}
+
+// NewWriter starts a log at the beginning of w.
+func NewWriter(w io.Writer) *Writer {
+	return &Writer{w: bufio.NewWriterSize(w, 64<<10)}
+}
+
+// Size is the number of bytes written so far, including buffered ones.
+func (w *Writer) Size() int64 { return w.size }
+
+// Write appends one record. It stays buffered until Flush.
+func (w *Writer) Write(rec []byte) error {
+	first := true
+	for {
+		left := BlockSize - w.blockOffset
+		if left < headerSize {
+			// Pad the block's tail with zeros; readers skip it.
+			if left > 0 {
+				if _, err := w.w.Write(make([]byte, left)); err != nil {
+					return err
+				}
+				w.size += int64(left)
+			}
+			w.blockOffset = 0
+			left = BlockSize
+		}
+		n := min(len(rec), left-headerSize)
+		last := n == len(rec)
+		var t byte
+		switch {
+		case first && last:
+			t = typeFull
+		case first:
+			t = typeFirst
+		case last:
+			t = typeLast
+		default:
+			t = typeMiddle
+		}
+		binary.LittleEndian.PutUint32(w.hdr[0:4], Checksum(t, rec[:n]))
+		binary.LittleEndian.PutUint16(w.hdr[4:6], uint16(n))
+		w.hdr[6] = t
+		if _, err := w.w.Write(w.hdr[:]); err != nil {
+			return err
+		}
+		if _, err := w.w.Write(rec[:n]); err != nil {
+			return err
+		}
+		w.blockOffset += headerSize + n
+		w.size += int64(headerSize + n)
+		rec = rec[n:]
+		first = false
+		if last {
+			return nil
+		}
+	}
+}
+
+// Flush hands buffered bytes to the underlying writer.
+func (w *Writer) Flush() error { return w.w.Flush() }
+
+// Reader returns the records of a log held in memory.
+type Reader struct {
+	name string
+	data []byte
+	off  int
+	// torn is set once the reader stopped at a torn tail.
+	torn bool
+}
+
+// NewReader reads the log in data; name is used in errors.
+func NewReader(name string, data []byte) *Reader { return &Reader{name: name, data: data} }
+
+// Torn reports whether the log ended in a torn (incomplete or unverifiable)
+// tail that Next treated as the end.
+func (r *Reader) Torn() bool { return r.torn }
+
+// Offset is where the next record starts; after io.EOF it is the length of
+// the valid prefix of the log.
+func (r *Reader) Offset() int64 { return int64(r.off) }
+
+// Next returns the next record, io.EOF at the end of the log (including a
+// torn tail), or a *CorruptionError. The record aliases the reader's data.
+func (r *Reader) Next() ([]byte, error) {
+	var rec []byte
+	start := r.off
+	inRecord := false
+	for {
+		c, err := r.chunk()
+		if err != nil {
+			if err == io.EOF && inRecord {
+				// A FIRST without its LAST at the end of the file.
+				r.torn = true
+			}
+			if err == io.EOF {
+				r.off = start
+			}
+			return nil, err
+		}
+		switch c.typ {
+		case typeFull:
+			if inRecord {
+				return nil, r.corrupt(int64(c.off), "full chunk inside a fragmented record")
+			}
+			return c.data, nil
+		case typeFirst:
+			if inRecord {
+				return nil, r.corrupt(int64(c.off), "first chunk inside a fragmented record")
+			}
+			inRecord = true
+			rec = append(rec[:0], c.data...)
+		case typeMiddle, typeLast:
+			if !inRecord {
+				return nil, r.corrupt(int64(c.off), "continuation chunk without a first chunk")
+			}
+			rec = append(rec, c.data...)
+			if c.typ == typeLast {
+				return rec, nil
+			}
+		}
+	}
+}
+
+type chunk struct {
+	typ  byte
+	data []byte
+	off  int
+}
+
+// chunk returns the next valid chunk, io.EOF at the end or at a torn tail,
+// or a corruption error when a bad chunk is followed by good ones.
+func (r *Reader) chunk() (chunk, error) {
+	for {
+		if r.off >= len(r.data) {
+			return chunk{}, io.EOF
+		}
+		left := BlockSize - r.off%BlockSize
+		if left < headerSize {
+			r.off += left
+			continue
+		}
+		c, ok, reason := parseChunk(r.data, r.off)
+		if ok {
+			r.off += headerSize + len(c.data)
+			return c, nil
+		}
+		if reason == "" {
+			// Zero padding: the rest of this block is empty.
+			r.off += left
+			continue
+		}
+		if validChunkAfter(r.data, r.off) {
+			return chunk{}, r.corrupt(int64(r.off), reason)
+		}
+		r.torn = true
+		return chunk{}, io.EOF
+	}
+}
+
+// parseChunk checks the chunk at off. A zero header returns ok=false with an
+// empty reason (padding or preallocated space).
+func parseChunk(data []byte, off int) (chunk, bool, string) {
+	if len(data)-off < headerSize {
+		return chunk{}, false, "truncated chunk header"
+	}
+	h := data[off : off+headerSize]
+	sum := binary.LittleEndian.Uint32(h[0:4])
+	n := int(binary.LittleEndian.Uint16(h[4:6]))
+	t := h[6]
+	if sum == 0 && n == 0 && t == 0 {
+		return chunk{}, false, ""
+	}
+	if t < typeFull || t > typeLast {
+		return chunk{}, false, fmt.Sprintf("bad chunk type %d", t)
+	}
+	end := off + headerSize + n
+	if end > len(data) || n > BlockSize-off%BlockSize-headerSize {
+		return chunk{}, false, "chunk length past the end of its block or file"
+	}
+	payload := data[off+headerSize : end]
+	if Checksum(t, payload) != sum {
+		return chunk{}, false, "checksum mismatch"
+	}
+	return chunk{typ: t, data: payload, off: off}, true, ""
+}
+
+// validChunkAfter reports whether a valid chunk follows the bad one at off:
+// the chunk its length field points to, or any later block's first chunk.
+// Either means the bad chunk is not merely a torn tail.
+func validChunkAfter(data []byte, off int) bool {
+	if len(data)-off >= headerSize {
+		next := off + headerSize + int(binary.LittleEndian.Uint16(data[off+4:off+6]))
+		if next < len(data) && next/BlockSize == off/BlockSize {
+			if _, ok, _ := parseChunk(data, next); ok {
+				return true
+			}
+		}
+	}
+	for b := (off/BlockSize + 1) * BlockSize; b < len(data); b += BlockSize {
+		if _, ok, _ := parseChunk(data, b); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Reader) corrupt(off int64, reason string) error {
+	return &CorruptionError{File: r.name, Offset: off, Reason: reason}
+}
