@@ -3,10 +3,11 @@ package record
 import (
 	"bufio"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
+
+	"github.com/seed84792017/cellcast/lsm/internal/base"
 )
 
 const (
@@ -22,22 +23,11 @@ const (
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-// ErrCorruption is matched by every *CorruptionError.
-var ErrCorruption = errors.New("corruption")
+// ErrCorruption is matched by every corruption error the reader returns.
+var ErrCorruption = base.ErrCorruption
 
 // CorruptionError names the file and byte offset of bad data.
-type CorruptionError struct {
-	File   string
-	Offset int64
-	Reason string
-}
-
-func (e *CorruptionError) Error() string {
-	return fmt.Sprintf("corruption in %s at offset %d: %s", e.File, e.Offset, e.Reason)
-}
-
-// Is makes errors.Is(err, ErrCorruption) true.
-func (e *CorruptionError) Is(target error) bool { return target == ErrCorruption }
+type CorruptionError = base.CorruptionError
 
 // MaskCRC rotates and offsets a CRC so that a CRC stored inside data that is
 // itself checksummed does not weaken the outer checksum (LevelDB's trick).

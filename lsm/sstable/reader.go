@@ -1,0 +1,368 @@
+package sstable
+
+import (
+	"bytes"
+	"encoding/binary"
+	"sort"
+	"sync/atomic"
+
+	"github.com/bits-and-blooms/bloom/v3"
+
+	"github.com/seed84792017/cellcast/lsm/internal/base"
+	"github.com/seed84792017/cellcast/lsm/vfs"
+)
+
+// ReadStats counts reader activity; one instance may be shared by readers.
+type ReadStats struct {
+	BlocksFromCache atomic.Int64
+	BlocksFromDisk  atomic.Int64
+	BytesFromDisk   atomic.Int64
+	// FilterNegatives counts lookups the bloom filter answered "absent".
+	FilterNegatives atomic.Int64
+	// FilterPositives counts lookups it answered "maybe present".
+	FilterPositives atomic.Int64
+}
+
+// ReaderOptions configure Open.
+type ReaderOptions struct {
+	// Cache, when set, holds verified data blocks under CacheID and FileNum.
+	Cache   *Cache
+	CacheID uint64
+	FileNum uint64
+	// Stats, when set, receives counts.
+	Stats *ReadStats
+}
+
+type indexEntry struct {
+	lastKey     []byte // encoded internal key
+	lastUserKey []byte
+	h           handle
+	props       [][]byte
+}
+
+// Reader reads one table. It is safe for concurrent use.
+type Reader struct {
+	f       vfs.File
+	name    string
+	opts    ReaderOptions
+	index   []indexEntry
+	filter  *bloom.BloomFilter
+	props   Properties
+	collIdx map[string]int
+	stats   *ReadStats
+}
+
+// Open verifies the footer, index, properties and filter of a table of size
+// bytes and returns a reader. The reader owns f and closes it in Close.
+func Open(f vfs.File, name string, size int64, opts ReaderOptions) (*Reader, error) {
+	r := &Reader{f: f, name: name, opts: opts, stats: opts.Stats}
+	if r.stats == nil {
+		r.stats = &ReadStats{}
+	}
+	if size < footerLen {
+		return nil, base.Corruptf(name, 0, "file of %d bytes is too small for a table", size)
+	}
+	buf := make([]byte, footerLen)
+	if _, err := f.ReadAt(buf, size-footerLen); err != nil {
+		return nil, base.Corruptf(name, size-footerLen, "reading footer: %v", err)
+	}
+	ft, err := decodeFooter(buf, name, size-footerLen)
+	if err != nil {
+		return nil, err
+	}
+	limit := uint64(size - footerLen)
+	for _, h := range []handle{ft.props, ft.index} {
+		if !h.within(limit) {
+			return nil, base.Corruptf(name, int64(h.off), "block handle past the end of the file")
+		}
+	}
+	rawProps, err := r.readRaw(ft.props)
+	if err != nil {
+		return nil, err
+	}
+	if r.props, err = decodeProperties(rawProps, name, int64(ft.props.off)); err != nil {
+		return nil, err
+	}
+	r.collIdx = make(map[string]int, len(r.props.Collectors))
+	for i, n := range r.props.Collectors {
+		r.collIdx[n] = i
+	}
+	rawIndex, err := r.readRaw(ft.index)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.decodeIndex(rawIndex, int64(ft.index.off), limit); err != nil {
+		return nil, err
+	}
+	if ft.filter.len > 0 {
+		if !ft.filter.within(limit) {
+			return nil, base.Corruptf(name, int64(ft.filter.off), "filter handle past the end of the file")
+		}
+		raw, err := r.readRaw(ft.filter)
+		if err != nil {
+			return nil, err
+		}
+		if r.filter, err = decodeFilter(raw, name, int64(ft.filter.off)); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+func (r *Reader) readRaw(h handle) ([]byte, error) {
+	stored := make([]byte, h.len+trailerLen)
+	if _, err := r.f.ReadAt(stored, int64(h.off)); err != nil {
+		return nil, base.Corruptf(r.name, int64(h.off), "reading block: %v", err)
+	}
+	r.stats.BytesFromDisk.Add(int64(len(stored)))
+	return decodeBlock(stored, r.name, int64(h.off))
+}
+
+func (r *Reader) decodeIndex(raw []byte, off int64, limit uint64) error {
+	var it blockIter
+	if err := it.init(raw, r.name, off); err != nil {
+		return err
+	}
+	ncoll := len(r.props.Collectors)
+	for it.first(); it.valid; it.nextEntry() {
+		e := indexEntry{lastKey: append([]byte(nil), it.key...)}
+		if len(e.lastKey) < base.TrailerLen {
+			return base.Corruptf(r.name, off, "index key shorter than a trailer")
+		}
+		e.lastUserKey = userKeyOf(e.lastKey)
+		h, n := decodeHandle(it.val)
+		if n == 0 || !h.within(limit) {
+			return base.Corruptf(r.name, off, "bad data block handle in index")
+		}
+		e.h = h
+		rest := it.val[n:]
+		for i := 0; i < ncoll; i++ {
+			l, m := binary.Uvarint(rest)
+			if m <= 0 || l > uint64(len(rest)-m) {
+				return base.Corruptf(r.name, off, "bad block property in index")
+			}
+			e.props = append(e.props, append([]byte(nil), rest[m:m+int(l)]...))
+			rest = rest[m+int(l):]
+		}
+		r.index = append(r.index, e)
+	}
+	if it.err != nil {
+		return it.err
+	}
+	if len(r.index) == 0 {
+		return base.Corruptf(r.name, off, "empty index")
+	}
+	return nil
+}
+
+// Close closes the file.
+func (r *Reader) Close() error { return r.f.Close() }
+
+// Name is the file name given to Open.
+func (r *Reader) Name() string { return r.name }
+
+// Properties returns the table's properties.
+func (r *Reader) Properties() *Properties { return &r.props }
+
+// TableProperty returns the per-table summary of a collector, if any.
+func (r *Reader) TableProperty(collector string) ([]byte, bool) {
+	v, ok := r.props.User[collector]
+	return v, ok
+}
+
+// NumBlocks is the number of data blocks.
+func (r *Reader) NumBlocks() int { return len(r.index) }
+
+// BlockProperty returns the summary a collector wrote for data block i.
+func (r *Reader) BlockProperty(i int, collector string) ([]byte, bool) {
+	j, ok := r.collIdx[collector]
+	if !ok || i < 0 || i >= len(r.index) {
+		return nil, false
+	}
+	return r.index[i].props[j], true
+}
+
+// MayContain consults the bloom filter; without one it answers true.
+func (r *Reader) MayContain(userKey []byte) bool {
+	if r.filter == nil {
+		return true
+	}
+	if r.filter.Test(userKey) {
+		r.stats.FilterPositives.Add(1)
+		return true
+	}
+	r.stats.FilterNegatives.Add(1)
+	return false
+}
+
+// TableIntersects applies filters to the table-level summaries.
+func (r *Reader) TableIntersects(filters []BlockPropertyFilter) (bool, error) {
+	for _, f := range filters {
+		prop, ok := r.props.User[f.Name()]
+		if !ok {
+			continue
+		}
+		in, err := f.Intersects(prop)
+		if err != nil || !in {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+func (r *Reader) blockIntersects(i int, filters []BlockPropertyFilter) (bool, error) {
+	for _, f := range filters {
+		j, ok := r.collIdx[f.Name()]
+		if !ok {
+			continue
+		}
+		in, err := f.Intersects(r.index[i].props[j])
+		if err != nil || !in {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// dataBlock returns the verified, decompressed data block i.
+func (r *Reader) dataBlock(i int) ([]byte, error) {
+	h := r.index[i].h
+	c := r.opts.Cache
+	if c != nil {
+		if b := c.Get(r.opts.CacheID, r.opts.FileNum, h.off); b != nil {
+			r.stats.BlocksFromCache.Add(1)
+			return b, nil
+		}
+	}
+	raw, err := r.readRaw(h)
+	if err != nil {
+		return nil, err
+	}
+	r.stats.BlocksFromDisk.Add(1)
+	if c != nil {
+		c.Set(r.opts.CacheID, r.opts.FileNum, h.off, raw)
+	}
+	return raw, nil
+}
+
+// findBlock returns the first block whose last user key is >= userKey.
+func (r *Reader) findBlock(userKey []byte) int {
+	return sort.Search(len(r.index), func(i int) bool {
+		return bytes.Compare(r.index[i].lastUserKey, userKey) >= 0
+	})
+}
+
+// Iter walks a table's entries in internal-key order, optionally skipping
+// blocks whose properties do not intersect the filters.
+type Iter struct {
+	r       *Reader
+	filters []BlockPropertyFilter
+	bi      int
+	blk     blockIter
+	key     base.InternalKey
+	valid   bool
+	err     error
+}
+
+// NewIter returns an unpositioned iterator.
+func (r *Reader) NewIter(filters []BlockPropertyFilter) *Iter {
+	return &Iter{r: r, filters: filters}
+}
+
+// loadBlock positions at the first entry of the first usable block at or
+// after bi.
+func (it *Iter) loadBlock(bi int) bool {
+	for ; bi < len(it.r.index); bi++ {
+		if len(it.filters) > 0 {
+			in, err := it.r.blockIntersects(bi, it.filters)
+			if err != nil {
+				it.fail(err)
+				return false
+			}
+			if !in {
+				continue
+			}
+		}
+		data, err := it.r.dataBlock(bi)
+		if err != nil {
+			it.fail(err)
+			return false
+		}
+		if err := it.blk.init(data, it.r.name, int64(it.r.index[bi].h.off)); err != nil {
+			it.fail(err)
+			return false
+		}
+		it.bi = bi
+		return true
+	}
+	it.bi = len(it.r.index)
+	it.valid = false
+	return false
+}
+
+func (it *Iter) fail(err error) {
+	it.err = err
+	it.valid = false
+}
+
+// settle moves past exhausted blocks and decodes the current key.
+func (it *Iter) settle() {
+	for !it.blk.valid {
+		if it.blk.err != nil {
+			it.fail(it.blk.err)
+			return
+		}
+		if !it.loadBlock(it.bi + 1) {
+			return
+		}
+		it.blk.first()
+	}
+	k, ok := base.DecodeInternalKey(it.blk.key)
+	if !ok {
+		it.fail(base.Corruptf(it.r.name, it.blk.blockOff, "key shorter than a trailer"))
+		return
+	}
+	it.key = k
+	it.valid = true
+}
+
+// First moves to the first entry.
+func (it *Iter) First() {
+	it.err, it.valid = nil, false
+	if !it.loadBlock(0) {
+		return
+	}
+	it.blk.first()
+	it.settle()
+}
+
+// SeekGE moves to the first entry whose user key is >= userKey.
+func (it *Iter) SeekGE(userKey []byte) {
+	it.err, it.valid = nil, false
+	if !it.loadBlock(it.r.findBlock(userKey)) {
+		return
+	}
+	it.blk.seekGE(userKey)
+	it.settle()
+}
+
+// Next moves to the next entry.
+func (it *Iter) Next() {
+	if !it.valid {
+		return
+	}
+	it.blk.nextEntry()
+	it.settle()
+}
+
+// Valid reports whether the iterator is at an entry.
+func (it *Iter) Valid() bool { return it.valid }
+
+// Key returns the current key; it is valid until the next move.
+func (it *Iter) Key() base.InternalKey { return it.key }
+
+// Value returns the current value; it is valid until the next move.
+func (it *Iter) Value() []byte { return it.blk.val }
+
+// Error returns the error that stopped the iterator, if any.
+func (it *Iter) Error() error { return it.err }

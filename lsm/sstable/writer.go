@@ -1,0 +1,214 @@
+package sstable
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+
+	"github.com/seed84792017/cellcast/lsm/internal/base"
+)
+
+// WriterOptions shape a table. The zero value gets the documented defaults.
+type WriterOptions struct {
+	// BlockSize is the target size of uncompressed data blocks. Default 4 KiB.
+	BlockSize int
+	// Compression of data blocks. Default Snappy.
+	Compression Compression
+	// BloomBitsPerKey sizes the table's key filter. Default 10; negative
+	// disables the filter.
+	BloomBitsPerKey int
+	// Collectors are fresh block property collectors for this table.
+	Collectors []BlockPropertyCollector
+}
+
+func (o *WriterOptions) withDefaults() WriterOptions {
+	out := *o
+	if out.BlockSize <= 0 {
+		out.BlockSize = 4 << 10
+	}
+	if out.BloomBitsPerKey == 0 {
+		out.BloomBitsPerKey = 10
+	}
+	return out
+}
+
+// Writer builds a table from entries added in strictly increasing internal
+// key order.
+type Writer struct {
+	w       io.Writer
+	opts    WriterOptions
+	off     uint64
+	data    blockWriter
+	index   blockWriter
+	scratch []byte
+	props   Properties
+	// filterKeys holds each distinct user key once, back to back; filterEnds
+	// marks where each ends.
+	filterKeys []byte
+	filterEnds []int
+	lastKey    []byte
+	keyBuf     []byte
+	hasLast    bool
+	smallest   base.InternalKey
+	err        error
+}
+
+// NewWriter starts a table at the beginning of w.
+func NewWriter(w io.Writer, opts WriterOptions) *Writer {
+	tw := &Writer{w: w, opts: opts.withDefaults()}
+	tw.props.SmallestSeq = base.SeqMax
+	for _, c := range tw.opts.Collectors {
+		tw.props.Collectors = append(tw.props.Collectors, c.Name())
+	}
+	return tw
+}
+
+// Add appends an entry. Keys must increase strictly.
+func (w *Writer) Add(key base.InternalKey, value []byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	enc := key.Encode(w.keyBuf[:0])
+	if w.hasLast && base.CompareEncoded(w.lastKey, enc) >= 0 {
+		w.err = fmt.Errorf("sstable: keys out of order: %s after %x", key, w.lastKey)
+		return w.err
+	}
+	if !w.hasLast {
+		w.smallest = key.Clone()
+	}
+	if !w.hasLast || !bytes.Equal(userKeyOf(w.lastKey), key.UserKey) {
+		w.filterKeys = append(w.filterKeys, key.UserKey...)
+		w.filterEnds = append(w.filterEnds, len(w.filterKeys))
+	}
+	for _, c := range w.opts.Collectors {
+		if err := c.Add(key, value); err != nil {
+			w.err = fmt.Errorf("sstable: collector %s: %w", c.Name(), err)
+			return w.err
+		}
+	}
+	w.data.add(enc, value)
+	w.keyBuf, w.lastKey, w.hasLast = w.lastKey, enc, true
+	p := &w.props
+	p.NumEntries++
+	p.RawKeySize += uint64(len(enc))
+	p.RawValueSize += uint64(len(value))
+	switch key.Kind() {
+	case base.KindDelete:
+		p.NumDeletions++
+	case base.KindMerge:
+		p.NumMerges++
+	}
+	p.SmallestSeq = min(p.SmallestSeq, key.Seq())
+	p.LargestSeq = max(p.LargestSeq, key.Seq())
+	if w.data.estimatedSize() >= w.opts.BlockSize {
+		return w.flushBlock()
+	}
+	return nil
+}
+
+// EstimatedSize is the file size if the table were finished now.
+func (w *Writer) EstimatedSize() uint64 {
+	return w.off + uint64(w.data.estimatedSize()) + uint64(w.index.estimatedSize())
+}
+
+// Entries is the number of entries added.
+func (w *Writer) Entries() uint64 { return w.props.NumEntries }
+
+func (w *Writer) writeBlock(raw []byte, c Compression) (handle, error) {
+	var stored []byte
+	stored, w.scratch = encodeBlock(raw, c, w.scratch)
+	h := handle{off: w.off, len: uint64(len(stored) - trailerLen)}
+	if _, err := w.w.Write(stored); err != nil {
+		return h, err
+	}
+	w.off += uint64(len(stored))
+	return h, nil
+}
+
+func (w *Writer) flushBlock() error {
+	if w.data.entries == 0 {
+		return nil
+	}
+	h, err := w.writeBlock(w.data.finish(), w.opts.Compression)
+	if err != nil {
+		w.err = err
+		return err
+	}
+	val := h.encode(nil)
+	for _, c := range w.opts.Collectors {
+		prop, err := c.FinishDataBlock()
+		if err != nil {
+			w.err = fmt.Errorf("sstable: collector %s: %w", c.Name(), err)
+			return w.err
+		}
+		val = binary.AppendUvarint(val, uint64(len(prop)))
+		val = append(val, prop...)
+	}
+	w.index.add(w.lastKey, val)
+	w.props.NumDataBlocks++
+	w.data.reset()
+	return nil
+}
+
+// Meta describes a finished table.
+type Meta struct {
+	Size     uint64
+	Smallest base.InternalKey
+	Largest  base.InternalKey
+	Props    Properties
+}
+
+// Close writes the filter, properties, index and footer. The caller syncs
+// and closes the file.
+func (w *Writer) Close() (Meta, error) {
+	if w.err != nil {
+		return Meta{}, w.err
+	}
+	if !w.hasLast {
+		return Meta{}, fmt.Errorf("sstable: empty table")
+	}
+	if err := w.flushBlock(); err != nil {
+		return Meta{}, err
+	}
+	w.props.DataSize = w.off
+	var f footer
+	f.version = FormatVersion
+	var err error
+	if w.opts.BloomBitsPerKey > 0 {
+		keys := make([][]byte, len(w.filterEnds))
+		start := 0
+		for i, end := range w.filterEnds {
+			keys[i], start = w.filterKeys[start:end], end
+		}
+		raw := encodeFilter(keys, w.opts.BloomBitsPerKey)
+		w.props.FilterSize = uint64(len(raw))
+		if f.filter, err = w.writeBlock(raw, NoCompression); err != nil {
+			return Meta{}, err
+		}
+	}
+	w.props.IndexSize = uint64(w.index.estimatedSize())
+	for _, c := range w.opts.Collectors {
+		prop, err := c.FinishTable()
+		if err != nil {
+			return Meta{}, fmt.Errorf("sstable: collector %s: %w", c.Name(), err)
+		}
+		if w.props.User == nil {
+			w.props.User = map[string][]byte{}
+		}
+		w.props.User[c.Name()] = prop
+	}
+	if f.props, err = w.writeBlock(w.props.encode(), NoCompression); err != nil {
+		return Meta{}, err
+	}
+	if f.index, err = w.writeBlock(w.index.finish(), NoCompression); err != nil {
+		return Meta{}, err
+	}
+	if _, err := w.w.Write(f.encode()); err != nil {
+		return Meta{}, err
+	}
+	w.off += footerLen
+	largest, _ := base.DecodeInternalKey(w.lastKey)
+	w.err = fmt.Errorf("sstable: writer closed")
+	return Meta{Size: w.off, Smallest: w.smallest, Largest: largest.Clone(), Props: w.props}, nil
+}
