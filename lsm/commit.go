@@ -1,0 +1,267 @@
+package lsm
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/seed84792017/cellcast/lsm/internal/memtable"
+	"github.com/seed84792017/cellcast/lsm/record"
+	"github.com/seed84792017/cellcast/lsm/vfs"
+)
+
+// walWriter is the open write-ahead log.
+type walWriter struct {
+	num uint64
+	f   vfs.File
+	w   *record.Writer
+}
+
+func (d *DB) createWAL(num uint64) (*walWriter, error) {
+	f, err := d.fs.Create(makeFilename(d.fs, d.dir, fileTypeLog, num))
+	if err != nil {
+		return nil, err
+	}
+	// The new name must survive a crash before anything in it counts.
+	if err := syncDir(d.fs, d.dir); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &walWriter{num: num, f: f, w: record.NewWriter(f)}, nil
+}
+
+func (w *walWriter) close() error {
+	err := w.w.Flush()
+	if err == nil {
+		err = w.f.Sync()
+	}
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// writer is one caller waiting in the commit queue.
+type writer struct {
+	batch *Batch
+	sync  bool
+	// force switches to a new memtable even if the current one has room.
+	force bool
+	done  bool
+	err   error
+	cond  sync.Cond
+}
+
+// Apply commits a batch atomically: it is in the WAL (synced if opts.Sync)
+// and visible to reads when Apply returns nil.
+func (d *DB) Apply(b *Batch, opts *WriteOptions) error {
+	if b == nil || b.Empty() {
+		return nil
+	}
+	sync := opts != nil && opts.Sync
+	return d.commit(&writer{batch: b, sync: sync})
+}
+
+// Set writes one key.
+func (d *DB) Set(key, value []byte, opts *WriteOptions) error {
+	var b Batch
+	if err := b.Set(key, value); err != nil {
+		return err
+	}
+	return d.Apply(&b, opts)
+}
+
+// Delete removes one key.
+func (d *DB) Delete(key []byte, opts *WriteOptions) error {
+	var b Batch
+	if err := b.Delete(key); err != nil {
+		return err
+	}
+	return d.Apply(&b, opts)
+}
+
+// Merge appends one fragment to key's value list.
+func (d *DB) Merge(key, fragment []byte, opts *WriteOptions) error {
+	var b Batch
+	if err := b.Merge(key, fragment); err != nil {
+		return err
+	}
+	return d.Apply(&b, opts)
+}
+
+const maxGroupBytes = 1 << 20
+
+// commit queues w; the writer at the head of the queue leads a group: it
+// writes the group's batches as one WAL record, syncs once if any asked,
+// applies them to the memtable and wakes the others.
+func (d *DB) commit(w *writer) error {
+	w.cond.L = &d.mu
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return ErrClosed
+	}
+	d.writers = append(d.writers, w)
+	for !w.done && d.writers[0] != w {
+		w.cond.Wait()
+	}
+	if w.done {
+		d.mu.Unlock()
+		return w.err
+	}
+	err := d.makeRoomForWrite(w.force)
+	group := d.writers[:1]
+	if err == nil && w.batch != nil {
+		size := w.batch.Size()
+		for _, o := range d.writers[1:] {
+			if o.batch == nil || o.force || (o.sync && !w.sync) || size+o.batch.Size() > maxGroupBytes {
+				break
+			}
+			size += o.batch.Size()
+			group = d.writers[:len(group)+1]
+		}
+		err = d.writeGroup(group)
+	}
+	for _, o := range group {
+		o.done, o.err = true, err
+		if o != w {
+			o.cond.Signal()
+		}
+	}
+	d.writers = d.writers[len(group):]
+	if len(d.writers) > 0 {
+		d.writers[0].cond.Signal()
+	} else if d.closed {
+		d.bgCond.Broadcast()
+	}
+	d.mu.Unlock()
+	return err
+}
+
+// writeGroup is called by the leader with d.mu held; it releases d.mu for
+// the I/O. Only the leader touches the WAL and the memtable's writer side.
+func (d *DB) writeGroup(group []*writer) error {
+	seq := d.lastSeq + 1
+	var n uint64
+	sync := false
+	for _, o := range group {
+		o.batch.setSeq(seq + n)
+		n += uint64(o.batch.Count())
+		sync = sync || o.sync
+	}
+	d.lastSeq += n
+	log, mem := d.log, d.mem
+	d.mu.Unlock()
+
+	rec := group[0].batch.data
+	if len(group) > 1 {
+		// One record for the group: the first batch's header with the
+		// total count, then every batch's entries.
+		rec = append([]byte(nil), rec...)
+		for _, o := range group[1:] {
+			rec = append(rec, o.batch.data[batchHeaderLen:]...)
+		}
+		putCount(rec, uint32(n))
+	}
+	err := log.w.Write(rec)
+	if err == nil {
+		err = log.w.Flush()
+	}
+	if err == nil && sync {
+		err = log.f.Sync()
+	}
+	if err == nil {
+		for _, o := range group {
+			applyBatch(mem.Memtable, o.batch)
+		}
+	}
+	d.m.userBytes.Add(int64(len(rec)))
+	d.m.walBytes.Add(int64(len(rec)))
+
+	d.mu.Lock()
+	if err != nil {
+		err = fmt.Errorf("%w: WAL write: %w", ErrWritesRefused, err)
+		d.setBgErrLocked(err)
+		return err
+	}
+	d.visibleSeq.Store(seq + n - 1)
+	return nil
+}
+
+func putCount(rec []byte, n uint32) {
+	rec[8], rec[9], rec[10], rec[11] = byte(n), byte(n>>8), byte(n>>16), byte(n>>24)
+}
+
+func applyBatch(m *memtable.Memtable, b *Batch) {
+	r, _ := newBatchReader(b.data)
+	seq := r.seq
+	for {
+		kind, key, value, ok, _ := r.next()
+		if !ok {
+			return
+		}
+		m.Add(seq, kind, key, value)
+		seq++
+	}
+}
+
+// makeRoomForWrite runs with d.mu held by the commit leader. It delays or
+// stalls the write while L0 or the flush queue is too full, and switches to
+// a new memtable and WAL when the current memtable is full (or force).
+func (d *DB) makeRoomForWrite(force bool) error {
+	slowed := false
+	for {
+		if d.bgErr != nil {
+			return fmt.Errorf("%w: %w", ErrWritesRefused, d.bgErr)
+		}
+		if d.closed {
+			return ErrClosed
+		}
+		l0 := d.vs.current.NumFiles(0)
+		switch {
+		case !slowed && l0 >= d.opts.L0SlowdownWritesThreshold:
+			// Give compaction a little room rather than stalling later.
+			d.mu.Unlock()
+			time.Sleep(time.Millisecond)
+			d.mu.Lock()
+			slowed = true
+			d.m.slowdowns.Add(1)
+		case !force && d.mem.Size() < d.opts.MemTableSize:
+			return nil
+		case force && d.mem.Empty():
+			return nil
+		case len(d.imm) >= d.opts.MemTableStopWritesThreshold || l0 >= d.opts.L0StopWritesThreshold:
+			start := time.Now()
+			d.m.stalls.Add(1)
+			d.bgCond.Wait()
+			d.m.stallNanos.Add(int64(time.Since(start)))
+		default:
+			if err := d.switchMemtable(); err != nil {
+				d.setBgErrLocked(err)
+				return fmt.Errorf("%w: %w", ErrWritesRefused, err)
+			}
+			force = false
+		}
+	}
+}
+
+// switchMemtable makes the memtable immutable and starts a new one with a
+// new WAL. The old WAL is synced first so a later crash cannot keep newer
+// writes while losing older ones.
+func (d *DB) switchMemtable() error {
+	num := d.vs.newFileNum()
+	w, err := d.createWAL(num)
+	if err != nil {
+		return fmt.Errorf("creating WAL: %w", err)
+	}
+	if err := d.log.close(); err != nil {
+		w.f.Close()
+		return fmt.Errorf("closing WAL: %w", err)
+	}
+	d.log = w
+	d.imm = append(d.imm, d.mem)
+	d.mem = &memTable{Memtable: memtable.New(), logNum: num}
+	d.updateReadStateLocked()
+	d.flushCond.Signal()
+	return nil
+}

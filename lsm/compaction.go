@@ -1,0 +1,344 @@
+package lsm
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/seed84792017/cellcast/lsm/internal/manifest"
+)
+
+// compaction is one job: inputs at level and at out, outputs at out. out is
+// level+1, or level itself when a manual compaction rewrites the last level
+// to drop what the filter now rejects.
+type compaction struct {
+	level   int
+	out     int
+	inputs  [2][]*manifest.FileMetadata
+	grand   []*manifest.FileMetadata // overlapping files at level+2
+	version *manifest.Version
+	// manual compactions name their range and always rewrite (no move).
+	manual bool
+}
+
+func (c *compaction) outputLevel() int { return c.out }
+
+func (c *compaction) bytesIn() uint64 {
+	var n uint64
+	for _, fs := range c.inputs {
+		for _, f := range fs {
+			n += f.Size
+		}
+	}
+	return n
+}
+
+// compactLoop runs background compactions while any is due.
+func (d *DB) compactLoop() {
+	defer d.bgWG.Done()
+	for {
+		d.mu.Lock()
+		for !d.closed && (d.bgErr != nil || !d.compactionDueLocked()) {
+			d.compactCond.Wait()
+		}
+		closed := d.closed
+		d.mu.Unlock()
+		if closed {
+			return
+		}
+		d.compactMu.Lock()
+		d.mu.Lock()
+		c := d.pickCompactionLocked()
+		d.mu.Unlock()
+		if c != nil {
+			err := d.runCompaction(c)
+			d.mu.Lock()
+			if err != nil {
+				d.setBgErrLocked(fmt.Errorf("compaction: %w", err))
+			}
+			d.bgCond.Broadcast()
+			d.mu.Unlock()
+		}
+		d.compactMu.Unlock()
+	}
+}
+
+// levelScores rates how overdue each level is: L0 by file count, deeper
+// levels by size against their target. The last level is never a source.
+func (d *DB) levelScores(v *manifest.Version) (best int, score float64) {
+	best, score = -1, 0
+	s := float64(v.NumFiles(0)) / float64(d.opts.L0CompactionThreshold)
+	if s > score {
+		best, score = 0, s
+	}
+	for lvl := 1; lvl < manifest.NumLevels-1; lvl++ {
+		s := float64(v.LevelSize(lvl)) / float64(d.opts.maxBytesForLevel(lvl))
+		if s > score {
+			best, score = lvl, s
+		}
+	}
+	return best, score
+}
+
+func (d *DB) compactionDueLocked() bool {
+	_, score := d.levelScores(d.vs.current)
+	return score >= 1
+}
+
+// pickCompactionLocked chooses the most overdue level and a file in it: for
+// L0 the oldest file grown to every overlapping L0 file; deeper, the first
+// file after the level's compaction pointer, round robin through the keys.
+func (d *DB) pickCompactionLocked() *compaction {
+	v := d.vs.current
+	level, score := d.levelScores(v)
+	if score < 1 {
+		return nil
+	}
+	c := &compaction{level: level, out: level + 1, version: v}
+	files := v.Levels[level]
+	if level == 0 {
+		f := files[0]
+		c.inputs[0] = v.Overlapping(0, f.Smallest.UserKey, f.Largest.UserKey)
+	} else {
+		ptr := d.compactPtr[level]
+		pick := files[0]
+		for _, f := range files {
+			if ptr == nil || bytes.Compare(f.Smallest.UserKey, ptr) > 0 {
+				pick = f
+				break
+			}
+		}
+		c.inputs[0] = []*manifest.FileMetadata{pick}
+	}
+	d.setupCompaction(c)
+	v.Ref()
+	return c
+}
+
+// setupCompaction adds the overlapping files of the output level and the
+// grandparents that bound output file overlap.
+func (d *DB) setupCompaction(c *compaction) {
+	lo, hi := manifest.KeyRange(c.inputs[0])
+	if c.out != c.level {
+		c.inputs[1] = c.version.Overlapping(c.out, lo, hi)
+	}
+	if c.out+1 < manifest.NumLevels {
+		lo, hi = manifest.KeyRange(c.inputs[0], c.inputs[1])
+		c.grand = c.version.Overlapping(c.out+1, lo, hi)
+	}
+}
+
+// runCompaction executes c and installs the result. compactMu is held.
+func (d *DB) runCompaction(c *compaction) error {
+	defer func() { d.deleteObsolete(c.version.Unref()) }()
+	start := time.Now()
+	maxGrand := uint64(10 * d.opts.TargetFileSize)
+	if !c.manual && len(c.inputs[0]) == 1 && len(c.inputs[1]) == 0 && sumSize(c.grand) <= maxGrand {
+		// Trivial move: nothing to merge with, just relink the file.
+		f := c.inputs[0][0]
+		edit := &manifest.VersionEdit{
+			Deleted: []manifest.DeletedFile{{Level: c.level, Num: f.Num}},
+			Added:   []manifest.NewFile{{Level: c.out, Meta: f}},
+		}
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if err := d.logAndApply(edit); err != nil {
+			return err
+		}
+		d.compactPtr[c.level] = append([]byte(nil), f.Largest.UserKey...)
+		d.updateReadStateLocked()
+		d.m.moves.Add(1)
+		return nil
+	}
+	for {
+		d.mu.Lock()
+		snaps, epoch := d.snapshots.seqs(), d.snapshotEpoch
+		d.mu.Unlock()
+
+		iters := make([]internalIterator, 0, len(c.inputs[0])+1)
+		if c.level == 0 {
+			for i := len(c.inputs[0]) - 1; i >= 0; i-- {
+				it, err := d.newTableIter(c.inputs[0][i], nil)
+				if err != nil {
+					closeAll(iters)
+					return err
+				}
+				iters = append(iters, it)
+			}
+		} else {
+			iters = append(iters, &levelIter{d: d, files: c.inputs[0]})
+		}
+		iters = append(iters, &levelIter{d: d, files: c.inputs[1]})
+		in := newMergingIter(iters)
+		out := c.outputLevel()
+		ci := &compactionIter{
+			in: in, merger: d.opts.Merger, filter: d.opts.CompactionFilter, level: out, snapshots: snaps,
+			isBase: baseLevelChecker(c.version, out+1),
+		}
+		grand := c.grand
+		var grandOverlap uint64
+		var seenKey bool
+		shouldStop := func(key []byte) bool {
+			for len(grand) > 0 && bytes.Compare(key, grand[0].Largest.UserKey) > 0 {
+				if seenKey {
+					grandOverlap += grand[0].Size
+				}
+				grand = grand[1:]
+			}
+			seenKey = true
+			if grandOverlap > maxGrand {
+				grandOverlap = 0
+				return true
+			}
+			return false
+		}
+		outs, err := d.writeTables(ci, uint64(d.opts.TargetFileSize), shouldStop)
+		in.Close()
+		if err != nil {
+			return err
+		}
+		d.mu.Lock()
+		if ci.filterTouched && d.snapshotEpoch != epoch {
+			d.mu.Unlock()
+			d.removeOutputs(outs...)
+			continue
+		}
+		edit := &manifest.VersionEdit{}
+		for _, f := range c.inputs[0] {
+			edit.Deleted = append(edit.Deleted, manifest.DeletedFile{Level: c.level, Num: f.Num})
+		}
+		for _, f := range c.inputs[1] {
+			edit.Deleted = append(edit.Deleted, manifest.DeletedFile{Level: c.out, Num: f.Num})
+		}
+		var written uint64
+		for _, m := range outs {
+			edit.Added = append(edit.Added, manifest.NewFile{Level: out, Meta: m})
+			written += m.Size
+		}
+		if err := d.logAndApply(edit); err != nil {
+			d.mu.Unlock()
+			d.removeOutputs(outs...)
+			return err
+		}
+		if _, hi := manifest.KeyRange(c.inputs[0]); hi != nil {
+			d.compactPtr[c.level] = append([]byte(nil), hi...)
+		}
+		d.updateReadStateLocked()
+		d.mu.Unlock()
+		d.m.compactions.Add(1)
+		d.m.compactNanos.Add(int64(time.Since(start)))
+		d.m.compactBytesIn.Add(int64(c.bytesIn()))
+		d.m.compactBytesOut.Add(int64(written))
+		d.m.levelBytesIn[out].Add(int64(written))
+		d.m.droppedByCompaction.Add(ci.dropped)
+		return nil
+	}
+}
+
+func sumSize(files []*manifest.FileMetadata) uint64 {
+	var n uint64
+	for _, f := range files {
+		n += f.Size
+	}
+	return n
+}
+
+func closeAll(iters []internalIterator) {
+	for _, it := range iters {
+		it.Close()
+	}
+}
+
+// baseLevelChecker answers, for increasing keys, whether no file at level
+// from or deeper holds the key. It advances one pointer per level.
+func baseLevelChecker(v *manifest.Version, from int) func([]byte) bool {
+	var ptrs [manifest.NumLevels]int
+	return func(key []byte) bool {
+		for lvl := from; lvl < manifest.NumLevels; lvl++ {
+			files := v.Levels[lvl]
+			for ptrs[lvl] < len(files) {
+				f := files[ptrs[lvl]]
+				if bytes.Compare(key, f.Largest.UserKey) <= 0 {
+					if bytes.Compare(key, f.Smallest.UserKey) >= 0 {
+						return false
+					}
+					break
+				}
+				ptrs[lvl]++
+			}
+		}
+		return true
+	}
+}
+
+// Flush writes the memtable to L0 and waits until every memtable that held
+// data when Flush was called is on disk.
+func (d *DB) Flush() error {
+	if err := d.commit(&writer{force: true}); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for len(d.imm) > 0 {
+		if d.bgErr != nil {
+			return fmt.Errorf("%w: %w", ErrWritesRefused, d.bgErr)
+		}
+		if d.closed {
+			return ErrClosed
+		}
+		d.bgCond.Wait()
+	}
+	return nil
+}
+
+// Compact flushes, then compacts every level's files that overlap [start,
+// end] (inclusive; nil bounds are open) down to the deepest level holding
+// data and finally rewrites that level, so the range ends in one level with
+// merged lists and everything the compaction filter rejects dropped.
+func (d *DB) Compact(ctx context.Context, start, end []byte) error {
+	if err := d.Flush(); err != nil {
+		return err
+	}
+	d.compactMu.Lock()
+	defer d.compactMu.Unlock()
+	d.mu.Lock()
+	last := 0
+	for lvl := 1; lvl < manifest.NumLevels; lvl++ {
+		if d.vs.current.NumFiles(lvl) > 0 {
+			last = lvl
+		}
+	}
+	d.mu.Unlock()
+	if last == 0 {
+		last = 1
+	}
+	for lvl := 0; lvl <= last; lvl++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		d.mu.Lock()
+		if d.bgErr != nil {
+			err := d.bgErr
+			d.mu.Unlock()
+			return fmt.Errorf("%w: %w", ErrWritesRefused, err)
+		}
+		v := d.vs.current
+		c := &compaction{level: lvl, out: min(lvl+1, last), version: v, manual: true}
+		c.inputs[0] = v.Overlapping(lvl, start, end)
+		if len(c.inputs[0]) == 0 {
+			d.mu.Unlock()
+			continue
+		}
+		d.setupCompaction(c)
+		v.Ref()
+		d.mu.Unlock()
+		if err := d.runCompaction(c); err != nil {
+			d.mu.Lock()
+			d.setBgErrLocked(fmt.Errorf("compaction: %w", err))
+			d.mu.Unlock()
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,198 @@
+package lsm
+
+import (
+	"bytes"
+	"fmt"
+	"time"
+
+	"github.com/seed84792017/cellcast/lsm/internal/manifest"
+	"github.com/seed84792017/cellcast/lsm/internal/memtable"
+	"github.com/seed84792017/cellcast/lsm/sstable"
+)
+
+// flushLoop writes immutable memtables to L0, oldest first.
+func (d *DB) flushLoop() {
+	defer d.bgWG.Done()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for {
+		for !d.closed && (len(d.imm) == 0 || d.bgErr != nil) {
+			d.flushCond.Wait()
+		}
+		if d.closed {
+			return
+		}
+		if err := d.flushOldest(); err != nil {
+			d.setBgErrLocked(fmt.Errorf("flush: %w", err))
+		}
+		d.bgCond.Broadcast()
+		d.compactCond.Signal()
+	}
+}
+
+// flushOldest is called with d.mu held and releases it for the I/O.
+func (d *DB) flushOldest() error {
+	m := d.imm[0]
+	for {
+		snaps, epoch := d.snapshots.seqs(), d.snapshotEpoch
+		v := d.vs.current
+		v.Ref()
+		d.mu.Unlock()
+		start := time.Now()
+		meta, touched, err := d.writeL0Table(m.Memtable, v, snaps)
+		d.deleteObsolete(v.Unref())
+		d.mu.Lock()
+		if err != nil {
+			return err
+		}
+		if touched && d.snapshotEpoch != epoch {
+			// A snapshot appeared while the filter dropped entries it may
+			// see; write the table again honouring it.
+			d.removeOutputs(meta)
+			continue
+		}
+		edit := &manifest.VersionEdit{}
+		if meta != nil {
+			edit.Added = []manifest.NewFile{{Level: 0, Meta: meta}}
+			d.m.flushBytes.Add(int64(meta.Size))
+		}
+		// Every WAL before the next memtable's is now redundant.
+		next := d.mem.logNum
+		if len(d.imm) > 1 {
+			next = d.imm[1].logNum
+		}
+		edit.LogNum = next
+		if err := d.logAndApply(edit); err != nil {
+			d.removeOutputs(meta)
+			return err
+		}
+		d.imm = d.imm[1:]
+		d.updateReadStateLocked()
+		d.m.flushes.Add(1)
+		d.m.flushNanos.Add(int64(time.Since(start)))
+		d.deleteObsoleteLogs(next)
+		return nil
+	}
+}
+
+func (d *DB) removeOutputs(metas ...*manifest.FileMetadata) {
+	for _, m := range metas {
+		if m != nil {
+			d.fs.Remove(makeFilename(d.fs, d.dir, fileTypeTable, m.Num))
+		}
+	}
+}
+
+func (d *DB) deleteObsoleteLogs(below uint64) {
+	names, err := d.fs.List(d.dir)
+	if err != nil {
+		return
+	}
+	for _, n := range names {
+		if t, num, ok := parseFilename(n); ok && t == fileTypeLog && num < below {
+			if err := d.fs.Remove(makeFilename(d.fs, d.dir, fileTypeLog, num)); err != nil {
+				d.opts.Logger.Warn("lsm: removing obsolete WAL", "file", n, "err", err)
+			}
+		}
+	}
+}
+
+// writeL0 writes a memtable as one L0 table, for WAL replay (no snapshots).
+func (d *DB) writeL0(m *memtable.Memtable, v *manifest.Version) (*manifest.FileMetadata, error) {
+	meta, _, err := d.writeL0Table(m, v, nil)
+	return meta, err
+}
+
+// writeL0Table writes one L0 table from a memtable. It returns nil metadata
+// when the filter left nothing to write.
+func (d *DB) writeL0Table(m *memtable.Memtable, v *manifest.Version, snaps []uint64) (*manifest.FileMetadata, bool, error) {
+	ci := &compactionIter{
+		in: memIter{m.NewIter()}, merger: d.opts.Merger, filter: d.opts.CompactionFilter,
+		level: 0, snapshots: snaps, isBase: func(k []byte) bool { return !keyInLevels(v, 0, k) },
+	}
+	outs, err := d.writeTables(ci, 0, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(outs) == 0 {
+		return nil, ci.filterTouched, nil
+	}
+	return outs[0], ci.filterTouched, nil
+}
+
+// keyInLevels reports whether any file at level from or deeper may hold
+// userKey.
+func keyInLevels(v *manifest.Version, from int, userKey []byte) bool {
+	for lvl := from; lvl < manifest.NumLevels; lvl++ {
+		for _, f := range v.Overlapping(lvl, userKey, userKey) {
+			if f.Overlaps(userKey, userKey) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// writeTables drains ci into new tables, starting a new one past
+// targetSize (0: never) at a user-key boundary, or when shouldStop says the
+// next key would overlap too much of the grandparent level.
+func (d *DB) writeTables(ci *compactionIter, targetSize uint64, shouldStop func(key []byte) bool) ([]*manifest.FileMetadata, error) {
+	var outs []*manifest.FileMetadata
+	var w *sstable.Writer
+	var cur *outputFile
+	finish := func() error {
+		if w == nil {
+			return nil
+		}
+		meta, err := cur.finish(w)
+		w, cur = nil, nil
+		if err != nil {
+			return err
+		}
+		outs = append(outs, meta)
+		return nil
+	}
+	fail := func(err error) ([]*manifest.FileMetadata, error) {
+		if cur != nil {
+			cur.f.Close()
+			d.fs.Remove(cur.path)
+		}
+		d.removeOutputs(outs...)
+		return nil, err
+	}
+	var lastKey []byte
+	for ok := ci.first(); ok; ok = ci.next() {
+		k, v := ci.current()
+		newKey := lastKey == nil || !bytes.Equal(k.UserKey, lastKey)
+		if w != nil && newKey && ((targetSize > 0 && w.EstimatedSize() >= targetSize) || (shouldStop != nil && shouldStop(k.UserKey))) {
+			if err := finish(); err != nil {
+				return fail(err)
+			}
+		}
+		if w == nil {
+			var err error
+			if cur, err = d.newOutputFile(); err != nil {
+				return fail(err)
+			}
+			w = sstable.NewWriter(cur.f, d.opts.writerOptions())
+		}
+		if err := w.Add(k, v); err != nil {
+			return fail(err)
+		}
+		if newKey {
+			lastKey = append(lastKey[:0], k.UserKey...)
+		}
+	}
+	if ci.err != nil {
+		return fail(ci.err)
+	}
+	if err := finish(); err != nil {
+		return fail(err)
+	}
+	if len(outs) > 0 {
+		if err := syncDir(d.fs, d.dir); err != nil {
+			return fail(err)
+		}
+	}
+	return outs, nil
+}

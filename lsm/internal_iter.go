@@ -1,0 +1,234 @@
+package lsm
+
+import (
+	"bytes"
+	"container/heap"
+	"sort"
+
+	"github.com/seed84792017/cellcast/lsm/internal/base"
+	"github.com/seed84792017/cellcast/lsm/internal/manifest"
+	"github.com/seed84792017/cellcast/lsm/internal/memtable"
+	"github.com/seed84792017/cellcast/lsm/sstable"
+)
+
+// internalIterator walks internal entries in internal-key order. Keys are
+// valid until the next move; values stay valid (they point into memtables or
+// immutable cached blocks).
+type internalIterator interface {
+	First()
+	// SeekGE moves to the first entry whose user key is >= userKey.
+	SeekGE(userKey []byte)
+	Next()
+	Valid() bool
+	Key() base.InternalKey
+	Value() []byte
+	Error() error
+	Close() error
+}
+
+type memIter struct{ *memtable.Iter }
+
+func (memIter) Error() error { return nil }
+func (memIter) Close() error { return nil }
+
+// tableIter is a table iterator holding a table cache reference.
+type tableIter struct {
+	*sstable.Iter
+	release func()
+}
+
+func (t *tableIter) Close() error {
+	if t.release != nil {
+		t.release()
+		t.release = nil
+	}
+	return nil
+}
+
+func (d *DB) newTableIter(f *manifest.FileMetadata, filters []sstable.BlockPropertyFilter) (internalIterator, error) {
+	r, release, err := d.tables.get(f)
+	if err != nil {
+		return nil, err
+	}
+	return &tableIter{Iter: r.NewIter(filters), release: release}, nil
+}
+
+// levelIter walks the non-overlapping files of one level, opening each only
+// when reached.
+type levelIter struct {
+	d       *DB
+	files   []*manifest.FileMetadata
+	filters []sstable.BlockPropertyFilter
+	idx     int
+	cur     internalIterator
+	err     error
+}
+
+func (l *levelIter) open(idx int) {
+	l.closeCur()
+	l.idx = idx
+	for ; l.idx < len(l.files); l.idx++ {
+		it, err := l.d.newTableIter(l.files[l.idx], l.filters)
+		if err != nil {
+			l.err = err
+			return
+		}
+		l.cur = it
+		return
+	}
+}
+
+func (l *levelIter) closeCur() {
+	if l.cur != nil {
+		l.cur.Close()
+		l.cur = nil
+	}
+}
+
+// skipEmpty moves past exhausted files.
+func (l *levelIter) skipEmpty() {
+	for l.cur != nil && !l.cur.Valid() {
+		if err := l.cur.Error(); err != nil {
+			l.err = err
+			l.closeCur()
+			return
+		}
+		l.open(l.idx + 1)
+		if l.cur != nil {
+			l.cur.First()
+		}
+	}
+}
+
+func (l *levelIter) First() {
+	l.err = nil
+	l.open(0)
+	if l.cur != nil {
+		l.cur.First()
+	}
+	l.skipEmpty()
+}
+
+func (l *levelIter) SeekGE(userKey []byte) {
+	l.err = nil
+	i := sort.Search(len(l.files), func(i int) bool {
+		return bytes.Compare(l.files[i].Largest.UserKey, userKey) >= 0
+	})
+	l.open(i)
+	if l.cur != nil {
+		l.cur.SeekGE(userKey)
+	}
+	l.skipEmpty()
+}
+
+func (l *levelIter) Next() {
+	l.cur.Next()
+	l.skipEmpty()
+}
+
+func (l *levelIter) Valid() bool           { return l.err == nil && l.cur != nil && l.cur.Valid() }
+func (l *levelIter) Key() base.InternalKey { return l.cur.Key() }
+func (l *levelIter) Value() []byte         { return l.cur.Value() }
+func (l *levelIter) Error() error          { return l.err }
+func (l *levelIter) Close() error          { l.closeCur(); return nil }
+
+// mergingIter merges children with a min-heap on internal keys.
+type mergingIter struct {
+	iters []internalIterator
+	h     iterHeap
+	err   error
+}
+
+type iterHeap []internalIterator
+
+func (h iterHeap) Len() int           { return len(h) }
+func (h iterHeap) Less(i, j int) bool { return base.Compare(h[i].Key(), h[j].Key()) < 0 }
+func (h iterHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *iterHeap) Push(x any)        { *h = append(*h, x.(internalIterator)) }
+func (h *iterHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+func newMergingIter(iters []internalIterator) *mergingIter {
+	return &mergingIter{iters: iters, h: make(iterHeap, 0, len(iters))}
+}
+
+func (m *mergingIter) init() {
+	m.h = m.h[:0]
+	m.err = nil
+	for _, it := range m.iters {
+		if it.Valid() {
+			m.h = append(m.h, it)
+		} else if err := it.Error(); err != nil {
+			m.err = err
+		}
+	}
+	heap.Init(&m.h)
+}
+
+func (m *mergingIter) First() {
+	for _, it := range m.iters {
+		it.First()
+	}
+	m.init()
+}
+
+func (m *mergingIter) SeekGE(userKey []byte) {
+	for _, it := range m.iters {
+		it.SeekGE(userKey)
+	}
+	m.init()
+}
+
+func (m *mergingIter) Next() {
+	top := m.h[0]
+	top.Next()
+	if top.Valid() {
+		heap.Fix(&m.h, 0)
+		return
+	}
+	if err := top.Error(); err != nil {
+		m.err = err
+	}
+	heap.Pop(&m.h)
+}
+
+func (m *mergingIter) Valid() bool           { return m.err == nil && len(m.h) > 0 }
+func (m *mergingIter) Key() base.InternalKey { return m.h[0].Key() }
+func (m *mergingIter) Value() []byte         { return m.h[0].Value() }
+func (m *mergingIter) Error() error          { return m.err }
+
+func (m *mergingIter) Close() error {
+	for _, it := range m.iters {
+		it.Close()
+	}
+	return nil
+}
+
+// newInternalIters builds one iterator per component of rs, newest first.
+func (d *DB) newInternalIters(rs *readState, filters []sstable.BlockPropertyFilter) ([]internalIterator, error) {
+	var iters []internalIterator
+	for _, m := range rs.mems {
+		iters = append(iters, memIter{m.NewIter()})
+	}
+	l0 := rs.version.Levels[0]
+	for i := len(l0) - 1; i >= 0; i-- {
+		it, err := d.newTableIter(l0[i], filters)
+		if err != nil {
+			for _, it := range iters {
+				it.Close()
+			}
+			return nil, err
+		}
+		iters = append(iters, it)
+	}
+	for lvl := 1; lvl < manifest.NumLevels; lvl++ {
+		if files := rs.version.Levels[lvl]; len(files) > 0 {
+			iters = append(iters, &levelIter{d: d, files: files, filters: filters})
+		}
+	}
+	return iters, nil
+}

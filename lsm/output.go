@@ -1,0 +1,75 @@
+package lsm
+
+import (
+	"fmt"
+
+	"github.com/seed84792017/cellcast/lsm/internal/manifest"
+	"github.com/seed84792017/cellcast/lsm/sstable"
+	"github.com/seed84792017/cellcast/lsm/vfs"
+)
+
+// outputFile is a table being written by a flush or compaction.
+type outputFile struct {
+	num  uint64
+	path string
+	f    vfs.File
+}
+
+func (d *DB) newOutputFile() (*outputFile, error) {
+	num := d.vs.newFileNum()
+	path := makeFilename(d.fs, d.dir, fileTypeTable, num)
+	f, err := d.fs.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("creating %s: %w", path, err)
+	}
+	return &outputFile{num: num, path: path, f: f}, nil
+}
+
+// finish completes the table, syncs and closes the file.
+func (o *outputFile) finish(w *sstable.Writer) (*manifest.FileMetadata, error) {
+	meta, err := w.Close()
+	if err == nil {
+		err = o.f.Sync()
+	}
+	if cerr := o.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("writing %s: %w", o.path, err)
+	}
+	return &manifest.FileMetadata{
+		Num: o.num, Size: meta.Size, Smallest: meta.Smallest, Largest: meta.Largest,
+		SmallestSeq: meta.Props.SmallestSeq, LargestSeq: meta.Props.LargestSeq,
+	}, nil
+}
+
+// logAndApply records edit in the MANIFEST and makes the resulting version
+// current. Called with d.mu held; it releases d.mu for the I/O and returns
+// with it held. The caller publishes a new read state.
+func (d *DB) logAndApply(edit *manifest.VersionEdit) error {
+	d.mu.Unlock()
+	d.manifestMu.Lock()
+	defer d.manifestMu.Unlock()
+	d.mu.Lock()
+	nv, err := d.vs.current.Apply(edit)
+	if err != nil {
+		return err
+	}
+	edit.LastSeq = d.lastSeq
+	edit.NextFileNum = d.vs.nextFileNum.Load()
+	d.mu.Unlock()
+	err = d.vs.write(edit)
+	d.mu.Lock()
+	if err != nil {
+		d.deleteObsolete(nv.Unref())
+		return fmt.Errorf("writing manifest: %w", err)
+	}
+	if edit.LogNum != 0 {
+		d.vs.logNum = edit.LogNum
+	}
+	d.vs.lastSeq = edit.LastSeq
+	old := d.vs.current
+	d.vs.current = nv
+	d.deleteObsolete(old.Unref())
+	return nil
+}

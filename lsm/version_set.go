@@ -1,0 +1,201 @@
+package lsm
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync/atomic"
+
+	"github.com/seed84792017/cellcast/lsm/internal/manifest"
+	"github.com/seed84792017/cellcast/lsm/record"
+	"github.com/seed84792017/cellcast/lsm/vfs"
+)
+
+// versionSet owns the current Version and the MANIFEST log that records how
+// it came to be. Its fields change only with DB.manifestMu held (and DB.mu
+// for the pointer swap of current); nextFileNum is atomic because the commit
+// path takes WAL numbers without the manifest lock.
+type versionSet struct {
+	fs      vfs.FS
+	dir     string
+	opts    *Options
+	current *manifest.Version
+
+	logNum      uint64
+	nextFileNum atomic.Uint64
+	lastSeq     uint64 // as recorded in the manifest
+
+	manifestNum  uint64
+	manifestFile vfs.File
+	manifest     *record.Writer
+}
+
+func (vs *versionSet) newFileNum() uint64 { return vs.nextFileNum.Add(1) - 1 }
+
+// bumpFileNum makes sure numbers from now on are above n.
+func (vs *versionSet) bumpFileNum(n uint64) {
+	for {
+		cur := vs.nextFileNum.Load()
+		if cur > n || vs.nextFileNum.CompareAndSwap(cur, n+1) {
+			return
+		}
+	}
+}
+
+// load replays the manifest CURRENT names.
+func (vs *versionSet) load() error {
+	cur, err := readFile(vs.fs, makeFilename(vs.fs, vs.dir, fileTypeCurrent, 0))
+	if err != nil {
+		return fmt.Errorf("lsm: reading CURRENT: %w", err)
+	}
+	name := strings.TrimSpace(string(cur))
+	typ, num, ok := parseFilename(name)
+	if !ok || typ != fileTypeManifest {
+		return &CorruptionError{File: vfs.Join(vs.dir, "CURRENT"), Reason: fmt.Sprintf("names %q, not a manifest", name)}
+	}
+	path := vfs.Join(vs.dir, name)
+	data, err := readFile(vs.fs, path)
+	if err != nil {
+		return fmt.Errorf("lsm: reading %s: %w", path, err)
+	}
+	v := &manifest.Version{}
+	v.Ref()
+	r := record.NewReader(path, data)
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		var e manifest.VersionEdit
+		if err := e.Decode(rec); err != nil {
+			return &CorruptionError{File: path, Offset: r.Offset(), Reason: err.Error()}
+		}
+		nv, err := v.Apply(&e)
+		if err != nil {
+			return &CorruptionError{File: path, Offset: r.Offset(), Reason: err.Error()}
+		}
+		v.Unref()
+		v = nv
+		if e.LogNum != 0 {
+			vs.logNum = e.LogNum
+		}
+		if e.NextFileNum != 0 {
+			vs.bumpFileNum(e.NextFileNum - 1)
+		}
+		if e.LastSeq != 0 {
+			vs.lastSeq = e.LastSeq
+		}
+	}
+	vs.current = v
+	vs.manifestNum = num
+	vs.bumpFileNum(num)
+	return nil
+}
+
+// snapshotEdit describes the whole current version as one edit.
+func (vs *versionSet) snapshotEdit() *manifest.VersionEdit {
+	e := &manifest.VersionEdit{LogNum: vs.logNum, NextFileNum: vs.nextFileNum.Load(), LastSeq: vs.lastSeq}
+	for lvl, files := range vs.current.Levels {
+		for _, f := range files {
+			e.Added = append(e.Added, manifest.NewFile{Level: lvl, Meta: f})
+		}
+	}
+	return e
+}
+
+// rotate starts a new MANIFEST holding the current state (plus edit, if
+// any) and points CURRENT at it.
+func (vs *versionSet) rotate(edit *manifest.VersionEdit) error {
+	num := vs.newFileNum()
+	path := makeFilename(vs.fs, vs.dir, fileTypeManifest, num)
+	f, err := vs.fs.Create(path)
+	if err != nil {
+		return err
+	}
+	w := record.NewWriter(f)
+	snap := vs.snapshotEdit()
+	err = w.Write(snap.Encode())
+	if err == nil && edit != nil {
+		err = w.Write(edit.Encode())
+	}
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = setCurrent(vs.fs, vs.dir, num, vs.newFileNum())
+	}
+	if err != nil {
+		f.Close()
+		return err
+	}
+	if vs.manifestFile != nil {
+		vs.manifestFile.Close()
+	}
+	vs.manifestNum, vs.manifestFile, vs.manifest = num, f, w
+	return nil
+}
+
+// write appends an edit to the MANIFEST and syncs it.
+func (vs *versionSet) write(edit *manifest.VersionEdit) error {
+	if vs.manifest.Size() > vs.opts.MaxManifestFileSize {
+		return vs.rotate(edit)
+	}
+	if err := vs.manifest.Write(edit.Encode()); err != nil {
+		return err
+	}
+	if err := vs.manifest.Flush(); err != nil {
+		return err
+	}
+	return vs.manifestFile.Sync()
+}
+
+// setCurrent atomically points CURRENT at MANIFEST-num: write a temp file,
+// sync it, rename it over CURRENT, sync the directory.
+func setCurrent(fs vfs.FS, dir string, num, tmpNum uint64) error {
+	tmp := makeFilename(fs, dir, fileTypeTemp, tmpNum)
+	f, err := fs.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(f, "MANIFEST-%06d\n", num)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fs.Rename(tmp, makeFilename(fs, dir, fileTypeCurrent, 0))
+	}
+	if err == nil {
+		err = syncDir(fs, dir)
+	}
+	return err
+}
+
+func syncDir(fs vfs.FS, dir string) error {
+	d, err := fs.OpenDir(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func readFile(fs vfs.FS, path string) ([]byte, error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
