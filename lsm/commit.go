@@ -180,9 +180,9 @@ func (d *DB) writeGroup(group []*writer) error {
 
 	d.mu.Lock()
 	if err != nil {
-		err = fmt.Errorf("%w: WAL write: %w", ErrWritesRefused, err)
+		err = fmt.Errorf("WAL write: %w", err)
 		d.setBgErrLocked(err)
-		return err
+		return fmt.Errorf("%w: %w", ErrWritesRefused, err)
 	}
 	d.visibleSeq.Store(seq + n - 1)
 	return nil

@@ -218,7 +218,6 @@ func (d *DB) runCompaction(c *compaction) error {
 		}
 		if err := d.logAndApply(edit); err != nil {
 			d.mu.Unlock()
-			d.removeOutputs(outs...)
 			return err
 		}
 		if _, hi := manifest.KeyRange(c.inputs[0]); hi != nil {

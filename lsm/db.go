@@ -180,9 +180,8 @@ func (d *DB) recover() error {
 	}
 	sort.Slice(logs, func(i, j int) bool { return logs[i] < logs[j] })
 	d.lastSeq = vs.lastSeq
-	edit := &manifest.VersionEdit{}
 	for _, num := range logs {
-		if err := d.replayWAL(num, edit); err != nil {
+		if err := d.replayWAL(num); err != nil {
 			return err
 		}
 	}
@@ -194,12 +193,6 @@ func (d *DB) recover() error {
 	}
 	d.log = w
 	d.mem = &memTable{Memtable: memtable.New(), logNum: logNum}
-	nv, err := vs.current.Apply(edit)
-	if err != nil {
-		return err
-	}
-	vs.current.Unref()
-	vs.current = nv
 	vs.logNum = logNum
 	vs.lastSeq = d.lastSeq
 	if err := vs.rotate(nil); err != nil {
@@ -212,8 +205,10 @@ func (d *DB) recover() error {
 }
 
 // replayWAL applies one WAL's batches, writing L0 tables whenever the
-// replay memtable fills, and records them in edit.
-func (d *DB) replayWAL(num uint64, edit *manifest.VersionEdit) error {
+// replay memtable fills. Each table joins the in-memory current version at
+// once — later replays must see it below them — and the fresh MANIFEST that
+// recover writes afterwards records them all.
+func (d *DB) replayWAL(num uint64) error {
 	path := makeFilename(d.fs, d.dir, fileTypeLog, num)
 	data, err := readFile(d.fs, path)
 	if err != nil {
@@ -230,7 +225,12 @@ func (d *DB) replayWAL(num uint64, edit *manifest.VersionEdit) error {
 			return err
 		}
 		if meta != nil {
-			edit.Added = append(edit.Added, manifest.NewFile{Level: 0, Meta: meta})
+			nv, err := d.vs.current.Apply(&manifest.VersionEdit{Added: []manifest.NewFile{{Level: 0, Meta: meta}}})
+			if err != nil {
+				return err
+			}
+			d.vs.current.Unref()
+			d.vs.current = nv
 		}
 		mem = memtable.New()
 		return nil

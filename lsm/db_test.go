@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand"
 	"testing"
 
@@ -13,11 +14,13 @@ import (
 
 func smallOptions(fs vfs.FS) *Options {
 	return &Options{
-		FS: fs, MemTableSize: 64 << 10, TargetFileSize: 32 << 10, LBaseMaxBytes: 128 << 10,
+		FS: fs, Logger: quietLogger, MemTableSize: 64 << 10, TargetFileSize: 32 << 10, LBaseMaxBytes: 128 << 10,
 		BlockSize: 1 << 10, BlockCacheSize: 256 << 10, L0CompactionThreshold: 2,
 		L0SlowdownWritesThreshold: 4, L0StopWritesThreshold: 8,
 	}
 }
+
+var quietLogger = slog.New(slog.DiscardHandler)
 
 func mustOpen(t testing.TB, dir string, o *Options) *DB {
 	t.Helper()

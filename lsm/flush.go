@@ -63,7 +63,6 @@ func (d *DB) flushOldest() error {
 		}
 		edit.LogNum = next
 		if err := d.logAndApply(edit); err != nil {
-			d.removeOutputs(meta)
 			return err
 		}
 		d.imm = d.imm[1:]

@@ -25,9 +25,11 @@ type model struct{ m map[string][]byte }
 
 func newModel() *model { return &model{m: map[string][]byte{}} }
 
-func (m *model) set(k, v []byte)   { m.m[string(k)] = append([]byte(nil), v...) }
-func (m *model) del(k []byte)      { delete(m.m, string(k)) }
-func (m *model) merge(k, v []byte) { m.m[string(k)] = append(append([]byte(nil), v...), m.m[string(k)]...) }
+func (m *model) set(k, v []byte) { m.m[string(k)] = append([]byte(nil), v...) }
+func (m *model) del(k []byte)    { delete(m.m, string(k)) }
+func (m *model) merge(k, v []byte) {
+	m.m[string(k)] = append(append([]byte(nil), v...), m.m[string(k)]...)
+}
 
 func (m *model) clone() *model {
 	c := newModel()

@@ -45,7 +45,8 @@ func (o *outputFile) finish(w *sstable.Writer) (*manifest.FileMetadata, error) {
 
 // logAndApply records edit in the MANIFEST and makes the resulting version
 // current. Called with d.mu held; it releases d.mu for the I/O and returns
-// with it held. The caller publishes a new read state.
+// with it held. The caller publishes a new read state. On error the caller
+// must not delete the edit's new files (see below).
 func (d *DB) logAndApply(edit *manifest.VersionEdit) error {
 	d.mu.Unlock()
 	d.manifestMu.Lock()
@@ -61,7 +62,10 @@ func (d *DB) logAndApply(edit *manifest.VersionEdit) error {
 	err = d.vs.write(edit)
 	d.mu.Lock()
 	if err != nil {
-		d.deleteObsolete(nv.Unref())
+		// The edit may have reached the manifest even though the write
+		// failed, so its new files must stay: the next Open deletes them
+		// if nothing refers to them. Writes are refused from here on.
+		nv.Unref()
 		return fmt.Errorf("writing manifest: %w", err)
 	}
 	if edit.LogNum != 0 {
