@@ -1,0 +1,31 @@
+# Cellcast build and test entry points. `make test` is what CI runs.
+GO ?= go
+FUZZTIME ?= 10s
+
+.PHONY: test vet unit race fuzz bench-lsm
+
+test: vet unit race fuzz
+
+vet:
+	$(GO) vet ./...
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+
+unit:
+	$(GO) test -count=1 ./...
+
+# The concurrent engine code under the race detector (short mode keeps it quick).
+race:
+	$(GO) test -count=1 -race -short ./lsm/...
+
+# Each decoder's fuzz target, briefly.
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./lsm/record
+	$(GO) test -run '^$$' -fuzz '^FuzzBlock$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./lsm/sstable
+	$(GO) test -run '^$$' -fuzz '^FuzzTable$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./lsm/sstable
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEdit$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./lsm/internal/manifest
+	$(GO) test -run '^$$' -fuzz '^FuzzBatch$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./lsm
+
+# The storage engine benchmark against Pebble and goleveldb (see docs/lsm-benchmarks.md).
+bench-lsm:
+	cd bench/peers && $(GO) run ./cmd/dbbench -out ../../docs/lsm-benchmarks.md

@@ -1,0 +1,50 @@
+package lsm
+
+import (
+	"github.com/seed84792017/cellcast/lsm/internal/base"
+	"github.com/seed84792017/cellcast/lsm/sstable"
+)
+
+// TableInfo describes one live table.
+type TableInfo struct {
+	Level     int
+	FileNum   uint64
+	Size      uint64
+	Smallest  []byte
+	Largest   []byte
+	Props     sstable.Properties
+	NumBlocks int
+}
+
+// Tables lists the live tables, L0 newest first then L1 … L6 in key order,
+// with their properties (including collectors' per-table summaries).
+func (d *DB) Tables() ([]TableInfo, error) {
+	rs := d.loadReadState()
+	if rs == nil {
+		return nil, ErrClosed
+	}
+	defer rs.unref()
+	var out []TableInfo
+	for lvl, files := range rs.version.Levels {
+		for i := range files {
+			f := files[i]
+			if lvl == 0 {
+				f = files[len(files)-1-i]
+			}
+			r, release, err := d.tables.get(f)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, TableInfo{
+				Level: lvl, FileNum: f.Num, Size: f.Size,
+				Smallest: append([]byte(nil), f.Smallest.UserKey...), Largest: append([]byte(nil), f.Largest.UserKey...),
+				Props: *r.Properties(), NumBlocks: r.NumBlocks(),
+			})
+			release()
+		}
+	}
+	return out, nil
+}
+
+// InternalKey is exposed to block property collectors.
+type InternalKey = base.InternalKey
