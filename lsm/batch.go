@@ -21,9 +21,13 @@ type Batch struct {
 func NewBatch() *Batch { return &Batch{} }
 
 func (b *Batch) init() {
-	if len(b.data) == 0 {
-		b.data = make([]byte, batchHeaderLen, 256)
+	if len(b.data) > 0 {
+		return
 	}
+	if cap(b.data) < batchHeaderLen {
+		b.data = make([]byte, 0, 256)
+	}
+	b.data = append(b.data[:0], make([]byte, batchHeaderLen)...)
 }
 
 func (b *Batch) add(kind base.Kind, key, value []byte) error {

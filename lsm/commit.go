@@ -10,11 +10,23 @@ import (
 	"github.com/seed84792017/cellcast/lsm/vfs"
 )
 
-// walWriter is the open write-ahead log.
+// walWriter is the open write-ahead log. The commit leader appends records
+// to an in-memory buffer; a sync commit writes and fsyncs it inline, while
+// unsynced commits leave the write to the log's flusher goroutine, so they
+// cost no syscall on the commit path. An unsynced write is in the OS within
+// moments and on disk after the next sync; a crash may lose it.
 type walWriter struct {
-	num uint64
-	f   vfs.File
-	w   *record.Writer
+	num     uint64
+	f       vfs.File
+	mu      sync.Mutex // guards w's buffer
+	w       *record.Writer
+	flushMu sync.Mutex // serializes file writes and syncs
+	spare   []byte
+	// err is the first write or sync error; the log is dead after it.
+	err     error
+	kick    chan struct{}
+	done    chan struct{}
+	onError func(error)
 }
 
 func (d *DB) createWAL(num uint64) (*walWriter, error) {
@@ -27,15 +39,81 @@ func (d *DB) createWAL(num uint64) (*walWriter, error) {
 		f.Close()
 		return nil, err
 	}
-	return &walWriter{num: num, f: f, w: record.NewWriter(f)}, nil
+	l := &walWriter{num: num, f: f, w: record.NewWriter(f), spare: make([]byte, 0, 64<<10), kick: make(chan struct{}, 1), done: make(chan struct{}),
+		onError: func(err error) {
+			d.mu.Lock()
+			d.setBgErrLocked(fmt.Errorf("WAL write: %w", err))
+			d.mu.Unlock()
+		}}
+	go l.flushLoop()
+	return l, nil
 }
 
-func (w *walWriter) close() error {
-	err := w.w.Flush()
-	if err == nil {
-		err = w.f.Sync()
+// maxUnflushedWAL bounds what unsynced commits may leave in memory: past
+// it the commit leader writes the buffer out itself.
+const maxUnflushedWAL = 1 << 20
+
+// append buffers one record and reports how many bytes await a flush.
+func (l *walWriter) append(rec []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	err := l.w.Write(rec)
+	return l.w.Buffered(), err
+}
+
+// flush writes out everything appended so far, and fsyncs if sync.
+func (l *walWriter) flush(sync bool) error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	if l.err != nil {
+		return l.err
 	}
-	if cerr := w.f.Close(); err == nil {
+	l.mu.Lock()
+	data := l.w.Take(l.spare)
+	l.mu.Unlock()
+	if len(data) > 0 {
+		if _, err := l.f.Write(data); err != nil {
+			l.err = err
+			return err
+		}
+	}
+	l.spare = data
+	if sync {
+		if err := l.f.Sync(); err != nil {
+			l.err = err
+			return err
+		}
+	}
+	return nil
+}
+
+// requestFlush asks the flusher to write out the buffer soon.
+func (l *walWriter) requestFlush() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (l *walWriter) flushLoop() {
+	for {
+		select {
+		case <-l.done:
+			return
+		case <-l.kick:
+			if err := l.flush(false); err != nil {
+				l.onError(err)
+				return
+			}
+		}
+	}
+}
+
+// close writes and syncs what is buffered and closes the file.
+func (l *walWriter) close() error {
+	close(l.done)
+	err := l.flush(true)
+	if cerr := l.f.Close(); err == nil {
 		err = cerr
 	}
 	return err
@@ -53,40 +131,51 @@ type writer struct {
 }
 
 // Apply commits a batch atomically: it is in the WAL (synced if opts.Sync)
-// and visible to reads when Apply returns nil.
+// and visible to reads when Apply returns nil. The batch may be reused
+// once Apply returns.
 func (d *DB) Apply(b *Batch, opts *WriteOptions) error {
 	if b == nil || b.Empty() {
 		return nil
 	}
-	sync := opts != nil && opts.Sync
-	return d.commit(&writer{batch: b, sync: sync})
+	w := writerPool.Get().(*writer)
+	*w = writer{batch: b, sync: opts != nil && opts.Sync}
+	err := d.commit(w)
+	writerPool.Put(w)
+	return err
+}
+
+var (
+	writerPool = sync.Pool{New: func() any { return new(writer) }}
+	batchPool  = sync.Pool{New: func() any { return new(Batch) }}
+)
+
+// applyOne commits a single-entry batch from the pool.
+func (d *DB) applyOne(kind Kind, key, value []byte, opts *WriteOptions) error {
+	b := batchPool.Get().(*Batch)
+	b.Reset()
+	err := b.add(kind, key, value)
+	if err == nil {
+		err = d.Apply(b, opts)
+	}
+	if cap(b.data) <= 64<<10 {
+		batchPool.Put(b)
+	}
+	return err
 }
 
 // Set writes one key.
 func (d *DB) Set(key, value []byte, opts *WriteOptions) error {
-	var b Batch
-	if err := b.Set(key, value); err != nil {
-		return err
-	}
-	return d.Apply(&b, opts)
+	return d.applyOne(KindSet, key, value, opts)
 }
 
 // Delete removes one key.
 func (d *DB) Delete(key []byte, opts *WriteOptions) error {
-	var b Batch
-	if err := b.Delete(key); err != nil {
-		return err
-	}
-	return d.Apply(&b, opts)
+	return d.applyOne(KindDelete, key, nil, opts)
 }
 
 // Merge appends one fragment to key's value list.
 func (d *DB) Merge(key, fragment []byte, opts *WriteOptions) error {
-	var b Batch
-	if err := b.Merge(key, fragment); err != nil {
-		return err
-	}
-	return d.Apply(&b, opts)
+	return d.applyOne(KindMerge, key, fragment, opts)
 }
 
 const maxGroupBytes = 1 << 20
@@ -163,12 +252,16 @@ func (d *DB) writeGroup(group []*writer) error {
 		}
 		putCount(rec, uint32(n))
 	}
-	err := log.w.Write(rec)
+	pending, err := log.append(rec)
 	if err == nil {
-		err = log.w.Flush()
-	}
-	if err == nil && sync {
-		err = log.f.Sync()
+		switch {
+		case sync:
+			err = log.flush(true)
+		case pending > maxUnflushedWAL:
+			err = log.flush(false)
+		default:
+			log.requestFlush()
+		}
 	}
 	if err == nil {
 		for _, o := range group {

@@ -159,7 +159,7 @@ func (d *DB) runCompaction(c *compaction) error {
 		iters := make([]internalIterator, 0, len(c.inputs[0])+1)
 		if c.level == 0 {
 			for i := len(c.inputs[0]) - 1; i >= 0; i-- {
-				it, err := d.newTableIter(c.inputs[0][i], nil)
+				it, err := d.newCompactionTableIter(c.inputs[0][i])
 				if err != nil {
 					closeAll(iters)
 					return err
@@ -167,9 +167,9 @@ func (d *DB) runCompaction(c *compaction) error {
 				iters = append(iters, it)
 			}
 		} else {
-			iters = append(iters, &levelIter{d: d, files: c.inputs[0]})
+			iters = append(iters, &levelIter{d: d, files: c.inputs[0], compaction: true})
 		}
-		iters = append(iters, &levelIter{d: d, files: c.inputs[1]})
+		iters = append(iters, &levelIter{d: d, files: c.inputs[1], compaction: true})
 		in := newMergingIter(iters)
 		out := c.outputLevel()
 		ci := &compactionIter{
@@ -250,11 +250,19 @@ func closeAll(iters []internalIterator) {
 }
 
 // baseLevelChecker answers, for increasing keys, whether no file at level
-// from or deeper holds the key. It advances one pointer per level.
+// from or deeper holds the key. It advances one pointer per sorted level;
+// L0's few overlapping files are checked one by one.
 func baseLevelChecker(v *manifest.Version, from int) func([]byte) bool {
 	var ptrs [manifest.NumLevels]int
 	return func(key []byte) bool {
-		for lvl := from; lvl < manifest.NumLevels; lvl++ {
+		if from == 0 {
+			for _, f := range v.Levels[0] {
+				if f.Overlaps(key, key) {
+					return false
+				}
+			}
+		}
+		for lvl := max(from, 1); lvl < manifest.NumLevels; lvl++ {
 			files := v.Levels[lvl]
 			for ptrs[lvl] < len(files) {
 				f := files[ptrs[lvl]]

@@ -35,6 +35,9 @@ type compactionIter struct {
 	filterTouched bool
 
 	entries []cEntry
+	// scratch holds copies of the current key's values: compaction inputs
+	// reuse their block buffers as they move.
+	scratch []byte
 	out     []cEntry
 	outPos  int
 	key     []byte
@@ -83,9 +86,20 @@ func (c *compactionIter) fill() bool {
 		k := c.in.Key()
 		c.key = append(c.key[:0], k.UserKey...)
 		c.entries = c.entries[:0]
+		c.scratch = c.scratch[:0]
 		for c.in.Valid() && bytes.Equal(c.in.Key().UserKey, c.key) {
-			c.entries = append(c.entries, cEntry{c.in.Key().Trailer, c.in.Value()})
+			v := c.in.Value()
+			c.entries = append(c.entries, cEntry{c.in.Key().Trailer, nil})
+			c.scratch = append(c.scratch, v...)
+			c.entries[len(c.entries)-1].value = c.scratch[len(c.scratch)-len(v):]
 			c.in.Next()
+		}
+		// scratch may have moved while growing; re-slice every value.
+		off := len(c.scratch)
+		for i := len(c.entries) - 1; i >= 0; i-- {
+			n := len(c.entries[i].value)
+			off -= n
+			c.entries[i].value = c.scratch[off : off+n : off+n]
 		}
 		if err := c.in.Error(); err != nil {
 			c.err = err

@@ -107,7 +107,7 @@ func (d *DB) writeL0(m *memtable.Memtable, v *manifest.Version) (*manifest.FileM
 func (d *DB) writeL0Table(m *memtable.Memtable, v *manifest.Version, snaps []uint64) (*manifest.FileMetadata, bool, error) {
 	ci := &compactionIter{
 		in: memIter{m.NewIter()}, merger: d.opts.Merger, filter: d.opts.CompactionFilter,
-		level: 0, snapshots: snaps, isBase: func(k []byte) bool { return !keyInLevels(v, 0, k) },
+		level: 0, snapshots: snaps, isBase: baseLevelChecker(v, 0),
 	}
 	outs, err := d.writeTables(ci, 0, nil)
 	if err != nil {
@@ -117,19 +117,6 @@ func (d *DB) writeL0Table(m *memtable.Memtable, v *manifest.Version, snaps []uin
 		return nil, ci.filterTouched, nil
 	}
 	return outs[0], ci.filterTouched, nil
-}
-
-// keyInLevels reports whether any file at level from or deeper may hold
-// userKey.
-func keyInLevels(v *manifest.Version, from int, userKey []byte) bool {
-	for lvl := from; lvl < manifest.NumLevels; lvl++ {
-		for _, f := range v.Overlapping(lvl, userKey, userKey) {
-			if f.Overlaps(userKey, userKey) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // writeTables drains ci into new tables, starting a new one past

@@ -53,12 +53,24 @@ func (d *DB) newTableIter(f *manifest.FileMetadata, filters []sstable.BlockPrope
 	return &tableIter{Iter: r.NewIter(filters), release: release}, nil
 }
 
+// newCompactionTableIter reads a compaction input without the block cache;
+// its values are valid only until the next move.
+func (d *DB) newCompactionTableIter(f *manifest.FileMetadata) (internalIterator, error) {
+	r, release, err := d.tables.get(f)
+	if err != nil {
+		return nil, err
+	}
+	return &tableIter{Iter: r.NewCompactionIter(), release: release}, nil
+}
+
 // levelIter walks the non-overlapping files of one level, opening each only
 // when reached.
 type levelIter struct {
 	d       *DB
 	files   []*manifest.FileMetadata
 	filters []sstable.BlockPropertyFilter
+	// compaction reads bypass the block cache (see newCompactionTableIter).
+	compaction bool
 	idx     int
 	cur     internalIterator
 	err     error
@@ -68,7 +80,13 @@ func (l *levelIter) open(idx int) {
 	l.closeCur()
 	l.idx = idx
 	for ; l.idx < len(l.files); l.idx++ {
-		it, err := l.d.newTableIter(l.files[l.idx], l.filters)
+		var it internalIterator
+		var err error
+		if l.compaction {
+			it, err = l.d.newCompactionTableIter(l.files[l.idx])
+		} else {
+			it, err = l.d.newTableIter(l.files[l.idx], l.filters)
+		}
 		if err != nil {
 			l.err = err
 			return

@@ -1,7 +1,6 @@
 package record
 
 import (
-	"bufio"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -39,18 +38,19 @@ func Checksum(t byte, data []byte) uint32 {
 	return MaskCRC(crc32.Update(c, crcTable, data))
 }
 
-// Writer appends records. It is not safe for concurrent use.
+// Writer appends records. Records collect in memory until Flush hands them
+// to the underlying writer, or Take hands them to the caller. It is not safe
+// for concurrent use.
 type Writer struct {
-	w           *bufio.Writer
+	w           io.Writer
+	buf         []byte
 	blockOffset int
 	size        int64
 	hdr         [headerSize]byte
 }
 
 // NewWriter starts a log at the beginning of w.
-func NewWriter(w io.Writer) *Writer {
-	return &Writer{w: bufio.NewWriterSize(w, 64<<10)}
-}
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
 
 // Size is the number of bytes written so far, including buffered ones.
 func (w *Writer) Size() int64 { return w.size }
@@ -62,12 +62,10 @@ func (w *Writer) Write(rec []byte) error {
 		left := BlockSize - w.blockOffset
 		if left < headerSize {
 			// Pad the block's tail with zeros; readers skip it.
-			if left > 0 {
-				if _, err := w.w.Write(make([]byte, left)); err != nil {
-					return err
-				}
-				w.size += int64(left)
+			for i := 0; i < left; i++ {
+				w.buf = append(w.buf, 0)
 			}
+			w.size += int64(left)
 			w.blockOffset = 0
 			left = BlockSize
 		}
@@ -87,12 +85,8 @@ func (w *Writer) Write(rec []byte) error {
 		binary.LittleEndian.PutUint32(w.hdr[0:4], Checksum(t, rec[:n]))
 		binary.LittleEndian.PutUint16(w.hdr[4:6], uint16(n))
 		w.hdr[6] = t
-		if _, err := w.w.Write(w.hdr[:]); err != nil {
-			return err
-		}
-		if _, err := w.w.Write(rec[:n]); err != nil {
-			return err
-		}
+		w.buf = append(w.buf, w.hdr[:]...)
+		w.buf = append(w.buf, rec[:n]...)
 		w.blockOffset += headerSize + n
 		w.size += int64(headerSize + n)
 		rec = rec[n:]
@@ -104,7 +98,25 @@ func (w *Writer) Write(rec []byte) error {
 }
 
 // Flush hands buffered bytes to the underlying writer.
-func (w *Writer) Flush() error { return w.w.Flush() }
+func (w *Writer) Flush() error {
+	if len(w.buf) == 0 {
+		return nil
+	}
+	_, err := w.w.Write(w.buf)
+	w.buf = w.buf[:0]
+	return err
+}
+
+// Buffered is the number of bytes not yet flushed or taken.
+func (w *Writer) Buffered() int { return len(w.buf) }
+
+// Take returns the buffered bytes, which the caller must write in order,
+// and continues buffering into spare.
+func (w *Writer) Take(spare []byte) []byte {
+	out := w.buf
+	w.buf = spare[:0]
+	return out
+}
 
 // Reader returns the records of a log held in memory.
 type Reader struct {

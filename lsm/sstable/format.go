@@ -118,8 +118,9 @@ func encodeBlock(raw []byte, c Compression, scratch []byte) ([]byte, []byte) {
 }
 
 // decodeBlock verifies a stored block (payload plus trailer) and returns the
-// raw bytes.
-func decodeBlock(stored []byte, file string, off int64) ([]byte, error) {
+// raw bytes: a slice of stored when uncompressed, else decoded into dst
+// (grown as needed; nil allocates).
+func decodeBlock(stored, dst []byte, file string, off int64) ([]byte, error) {
 	if len(stored) < trailerLen {
 		return nil, base.Corruptf(file, off, "block shorter than its trailer")
 	}
@@ -138,7 +139,10 @@ func decodeBlock(stored []byte, file string, off int64) ([]byte, error) {
 		if err != nil || n > 24*len(payload)+64 {
 			return nil, base.Corruptf(file, off, "snappy: bad decoded length")
 		}
-		raw, err := snappy.Decode(nil, payload)
+		if cap(dst) < n {
+			dst = make([]byte, n)
+		}
+		raw, err := snappy.Decode(dst[:cap(dst)], payload)
 		if err != nil {
 			return nil, base.Corruptf(file, off, "snappy: %v", err)
 		}

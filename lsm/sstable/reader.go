@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"sort"
+	"sync"
 	"sync/atomic"
 
 	"github.com/bits-and-blooms/bloom/v3"
@@ -109,13 +110,40 @@ func Open(f vfs.File, name string, size int64, opts ReaderOptions) (*Reader, err
 	return r, nil
 }
 
+// readRaw reads and verifies a block into fresh memory that the caller may
+// keep (the block cache does).
 func (r *Reader) readRaw(h handle) ([]byte, error) {
-	stored := make([]byte, h.len+trailerLen)
-	if _, err := r.f.ReadAt(stored, int64(h.off)); err != nil {
-		return nil, base.Corruptf(r.name, int64(h.off), "reading block: %v", err)
+	bp := storedPool.Get().(*[]byte)
+	defer storedPool.Put(bp)
+	stored, err := r.readStored(h, *bp)
+	*bp = stored
+	if err != nil {
+		return nil, err
 	}
-	r.stats.BytesFromDisk.Add(int64(len(stored)))
-	return decodeBlock(stored, r.name, int64(h.off))
+	raw, err := decodeBlock(stored, nil, r.name, int64(h.off))
+	if err == nil && sameArray(raw, stored) {
+		// Uncompressed: the payload lives in the pooled buffer; copy it out.
+		raw = append([]byte(nil), raw...)
+	}
+	return raw, err
+}
+
+func sameArray(a, b []byte) bool { return len(a) > 0 && len(b) > 0 && &a[0] == &b[0] }
+
+// storedPool recycles the buffers blocks are read into before decoding.
+var storedPool = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
+
+func (r *Reader) readStored(h handle, buf []byte) ([]byte, error) {
+	n := int(h.len + trailerLen)
+	if cap(buf) < n {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	if _, err := r.f.ReadAt(buf, int64(h.off)); err != nil {
+		return buf, base.Corruptf(r.name, int64(h.off), "reading block: %v", err)
+	}
+	r.stats.BytesFromDisk.Add(int64(n))
+	return buf, nil
 }
 
 func (r *Reader) decodeIndex(raw []byte, off int64, limit uint64) error {
@@ -224,6 +252,22 @@ func (r *Reader) blockIntersects(i int, filters []BlockPropertyFilter) (bool, er
 	return true, nil
 }
 
+// dataBlockNoCache reads block i into the iterator's own buffers, leaving
+// the block cache alone: a compaction reads each block once.
+func (r *Reader) dataBlockNoCache(i int, it *Iter) ([]byte, error) {
+	h := r.index[i].h
+	var err error
+	if it.stored, err = r.readStored(h, it.stored); err != nil {
+		return nil, err
+	}
+	r.stats.BlocksFromDisk.Add(1)
+	raw, err := decodeBlock(it.stored, it.raw, r.name, int64(h.off))
+	if err == nil && !sameArray(raw, it.stored) {
+		it.raw = raw // keep the (maybe grown) decode buffer
+	}
+	return raw, err
+}
+
 // dataBlock returns the verified, decompressed data block i.
 func (r *Reader) dataBlock(i int) ([]byte, error) {
 	h := r.index[i].h
@@ -257,6 +301,10 @@ func (r *Reader) findBlock(userKey []byte) int {
 type Iter struct {
 	r       *Reader
 	filters []BlockPropertyFilter
+	// noCache iterators own their block buffers: values are valid only
+	// until the iterator leaves the block.
+	noCache     bool
+	stored, raw []byte
 	bi      int
 	blk     blockIter
 	key     base.InternalKey
@@ -264,9 +312,17 @@ type Iter struct {
 	err     error
 }
 
-// NewIter returns an unpositioned iterator.
+// NewIter returns an unpositioned iterator. Its values stay valid after
+// it moves on (blocks are immutable and shared through the cache).
 func (r *Reader) NewIter(filters []BlockPropertyFilter) *Iter {
 	return &Iter{r: r, filters: filters}
+}
+
+// NewCompactionIter returns an iterator for one sequential pass that
+// bypasses the block cache and reuses its buffers: a Value is valid only
+// until the next move.
+func (r *Reader) NewCompactionIter() *Iter {
+	return &Iter{r: r, noCache: true}
 }
 
 // loadBlock positions at the first entry of the first usable block at or
@@ -283,7 +339,13 @@ func (it *Iter) loadBlock(bi int) bool {
 				continue
 			}
 		}
-		data, err := it.r.dataBlock(bi)
+		var data []byte
+		var err error
+		if it.noCache {
+			data, err = it.r.dataBlockNoCache(bi, it)
+		} else {
+			data, err = it.r.dataBlock(bi)
+		}
 		if err != nil {
 			it.fail(err)
 			return false

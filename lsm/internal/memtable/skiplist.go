@@ -27,7 +27,17 @@ type node struct {
 	value []byte // Set nodes only
 	// frags is the fragment chain of a merge node, newest first.
 	frags atomic.Pointer[frag]
-	tower []atomic.Pointer[node]
+	// next0 is the level-0 link, kept inline: three in four nodes have no
+	// other level, and every search ends on level 0.
+	next0 atomic.Pointer[node]
+	upper []atomic.Pointer[node] // levels 1…height-1
+}
+
+func (n *node) next(lvl int) *atomic.Pointer[node] {
+	if lvl == 0 {
+		return &n.next0
+	}
+	return &n.upper[lvl-1]
 }
 
 // Memtable is a skiplist of internal entries. Add must not be called
@@ -43,7 +53,7 @@ type Memtable struct {
 
 // New returns an empty memtable.
 func New() *Memtable {
-	m := &Memtable{head: &node{tower: make([]atomic.Pointer[node], maxHeight)}, rnd: 0x9e3779b97f4a7c15}
+	m := &Memtable{head: &node{upper: make([]atomic.Pointer[node], maxHeight-1)}, rnd: 0x9e3779b97f4a7c15}
 	m.height.Store(1)
 	return m
 }
@@ -96,7 +106,7 @@ func (m *Memtable) findGE(userKey []byte, prev *[maxHeight]*node) *node {
 	var next *node
 	for lvl := int(m.height.Load()) - 1; lvl >= 0; lvl-- {
 		for {
-			next = x.tower[lvl].Load()
+			next = x.next(lvl).Load()
 			if next == nil || bytes.Compare(next.key, userKey) >= 0 {
 				break
 			}
@@ -123,7 +133,10 @@ func (m *Memtable) Add(seq uint64, kind base.Kind, key, value []byte) {
 		return
 	}
 	h := m.randomHeight()
-	n := &node{key: m.copyBytes(key), kind: kind, tower: make([]atomic.Pointer[node], h)}
+	n := &node{key: m.copyBytes(key), kind: kind}
+	if h > 1 {
+		n.upper = make([]atomic.Pointer[node], h-1)
+	}
 	switch kind {
 	case base.KindMerge:
 		n.frags.Store(&frag{seq: seq, value: m.copyBytes(value)})
@@ -141,8 +154,8 @@ func (m *Memtable) Add(seq uint64, kind base.Kind, key, value []byte) {
 	// Link bottom-up: once level 0 is linked the node is visible, and upper
 	// levels are shortcuts that readers may or may not see yet.
 	for lvl := 0; lvl < h; lvl++ {
-		n.tower[lvl].Store(prev[lvl].tower[lvl].Load())
-		prev[lvl].tower[lvl].Store(n)
+		n.next(lvl).Store(prev[lvl].next(lvl).Load())
+		prev[lvl].next(lvl).Store(n)
 	}
 	m.size.Add(int64(len(key)+len(value)) + nodeOverhead + int64(8*h))
 }
@@ -167,7 +180,7 @@ func (it *Iter) settle() {
 
 // First moves to the first entry.
 func (it *Iter) First() {
-	it.node = it.m.head.tower[0].Load()
+	it.node = it.m.head.next0.Load()
 	it.settle()
 }
 
@@ -183,13 +196,13 @@ func (it *Iter) Next() {
 		it.frag = it.frag.next
 		return
 	}
-	it.node = it.node.tower[0].Load()
+	it.node = it.node.next0.Load()
 	it.settle()
 }
 
 // NextUserKey moves to the first entry of the next user key.
 func (it *Iter) NextUserKey() {
-	it.node = it.node.tower[0].Load()
+	it.node = it.node.next0.Load()
 	it.settle()
 }
 

@@ -80,7 +80,7 @@ func TestMergeAppendsInPlace(t *testing.T) {
 	}
 	// Two skiplist nodes hold the four fragments.
 	nodes := 0
-	for n := m.head.tower[0].Load(); n != nil; n = n.tower[0].Load() {
+	for n := m.head.next0.Load(); n != nil; n = n.next0.Load() {
 		nodes++
 	}
 	if nodes != 3 {

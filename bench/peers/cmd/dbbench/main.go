@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"time"
 )
@@ -28,6 +29,9 @@ var (
 	dir        = flag.String("dir", "", "scratch directory (default: a temp dir)")
 	out        = flag.String("out", "", "also write the markdown report here")
 	workloadsF = flag.String("workloads", "", "comma-separated subset of workloads (default all)")
+	memprofile = flag.String("memprofile", "", "write an allocation profile at the end here")
+	verbose    = flag.Bool("v", false, "print engine metrics after each workload")
+	cpuprofile = flag.String("cpuprofile", "", "write a CPU profile of the whole run here")
 )
 
 type result struct {
@@ -50,6 +54,14 @@ var workloadOrder = []string{
 
 func main() {
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fatal(err)
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
 	scratch := *dir
 	if scratch == "" {
 		var err error
@@ -76,6 +88,14 @@ func main() {
 		}
 		all = append(all, r)
 		runtime.GC()
+	}
+	if *memprofile != "" {
+		f, err := os.Create(*memprofile)
+		if err != nil {
+			fatal(err)
+		}
+		pprof.Lookup("allocs").WriteTo(f, 0)
+		f.Close()
 	}
 	report := render(all)
 	fmt.Print(report)
@@ -153,6 +173,7 @@ func runEngine(spec engineSpec, path string, want map[string]bool) (engineResult
 	cache := *cacheMiB << 20
 	n := *num
 	kb := make([]byte, 0, 32)
+	var e engine
 	run := func(name string, ops int, fn func(i int) error) error {
 		if len(want) > 0 && !want[name] {
 			return nil
@@ -166,6 +187,11 @@ func runEngine(spec engineSpec, path string, want map[string]bool) (engineResult
 		}
 		res.results[name] = r
 		fmt.Fprintf(os.Stderr, "%-22s %12.0f ops/s %s\n", name, r.opsPerSec, r.note)
+		if *verbose {
+			if c, ok := e.(*cellcastEngine); ok {
+				fmt.Fprintln(os.Stderr, c.db.Metrics())
+			}
+		}
 		return nil
 	}
 	note := func(name, s string) {
@@ -176,7 +202,8 @@ func runEngine(spec engineSpec, path string, want map[string]bool) (engineResult
 
 	// fillseq on its own DB.
 	os.RemoveAll(path)
-	e, err := spec.open(path, cache)
+	var err error
+	e, err = spec.open(path, cache)
 	if err != nil {
 		return res, err
 	}
