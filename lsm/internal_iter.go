@@ -71,9 +71,9 @@ type levelIter struct {
 	filters []sstable.BlockPropertyFilter
 	// compaction reads bypass the block cache (see newCompactionTableIter).
 	compaction bool
-	idx     int
-	cur     internalIterator
-	err     error
+	idx        int
+	cur        internalIterator
+	err        error
 }
 
 func (l *levelIter) open(idx int) {

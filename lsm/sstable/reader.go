@@ -305,11 +305,11 @@ type Iter struct {
 	// until the iterator leaves the block.
 	noCache     bool
 	stored, raw []byte
-	bi      int
-	blk     blockIter
-	key     base.InternalKey
-	valid   bool
-	err     error
+	bi          int
+	blk         blockIter
+	key         base.InternalKey
+	valid       bool
+	err         error
 }
 
 // NewIter returns an unpositioned iterator. Its values stay valid after

@@ -394,4 +394,3 @@ func render(all []engineResult) string {
 	})
 	return b.String()
 }
-
