@@ -198,9 +198,9 @@ func (d *DB) commit(w *writer) error {
 		d.mu.Unlock()
 		return w.err
 	}
-	err := d.makeRoomForWrite(w.force)
 	group := d.writers[:1]
-	if err == nil && w.batch != nil {
+	need := 0
+	if w.batch != nil {
 		size := w.batch.Size()
 		for _, o := range d.writers[1:] {
 			if o.batch == nil || o.force || (o.sync && !w.sync) || size+o.batch.Size() > maxGroupBytes {
@@ -209,6 +209,12 @@ func (d *DB) commit(w *writer) error {
 			size += o.batch.Size()
 			group = d.writers[:len(group)+1]
 		}
+		for _, o := range group {
+			need += o.batch.Size() + o.batch.Count()*memtable.EntrySize(0, 0)
+		}
+	}
+	err := d.makeRoomForWrite(w.force, need)
+	if err == nil && w.batch != nil {
 		err = d.writeGroup(group)
 	}
 	for _, o := range group {
@@ -263,17 +269,20 @@ func (d *DB) writeGroup(group []*writer) error {
 			log.requestFlush()
 		}
 	}
-	if err == nil {
-		for _, o := range group {
-			applyBatch(mem.Memtable, o.batch)
+	for _, o := range group {
+		if err != nil {
+			break
 		}
+		// makeRoomForWrite reserved room, so a full memtable here is a bug;
+		// refuse further writes rather than lose the entry.
+		err = applyBatch(mem.Memtable, o.batch)
 	}
 	d.m.userBytes.Add(int64(len(rec)))
 	d.m.walBytes.Add(int64(len(rec)))
 
 	d.mu.Lock()
 	if err != nil {
-		err = fmt.Errorf("WAL write: %w", err)
+		err = fmt.Errorf("WAL write or memtable apply: %w", err)
 		d.setBgErrLocked(err)
 		return fmt.Errorf("%w: %w", ErrWritesRefused, err)
 	}
@@ -285,23 +294,29 @@ func putCount(rec []byte, n uint32) {
 	rec[8], rec[9], rec[10], rec[11] = byte(n), byte(n>>8), byte(n>>16), byte(n>>24)
 }
 
-func applyBatch(m *memtable.Memtable, b *Batch) {
-	r, _ := newBatchReader(b.data)
+func applyBatch(m *memtable.Memtable, b *Batch) error {
+	r, err := newBatchReader(b.data)
+	if err != nil {
+		return err
+	}
 	seq := r.seq
 	for {
-		kind, key, value, ok, _ := r.next()
-		if !ok {
-			return
+		kind, key, value, ok, err := r.next()
+		if err != nil || !ok {
+			return err
 		}
-		m.Add(seq, kind, key, value)
+		if err := m.Add(seq, kind, key, value); err != nil {
+			return err
+		}
 		seq++
 	}
 }
 
 // makeRoomForWrite runs with d.mu held by the commit leader. It delays or
 // stalls the write while L0 or the flush queue is too full, and switches to
-// a new memtable and WAL when the current memtable is full (or force).
-func (d *DB) makeRoomForWrite(force bool) error {
+// a new memtable and WAL when need bytes do not fit in the current one (or
+// force).
+func (d *DB) makeRoomForWrite(force bool, need int) error {
 	slowed := false
 	for {
 		if d.bgErr != nil {
@@ -319,7 +334,7 @@ func (d *DB) makeRoomForWrite(force bool) error {
 			d.mu.Lock()
 			slowed = true
 			d.m.slowdowns.Add(1)
-		case !force && d.mem.Size() < d.opts.MemTableSize:
+		case !force && need <= d.mem.Free():
 			return nil
 		case force && d.mem.Empty():
 			return nil
@@ -329,7 +344,7 @@ func (d *DB) makeRoomForWrite(force bool) error {
 			d.bgCond.Wait()
 			d.m.stallNanos.Add(int64(time.Since(start)))
 		default:
-			if err := d.switchMemtable(); err != nil {
+			if err := d.switchMemtable(need); err != nil {
 				d.setBgErrLocked(err)
 				return fmt.Errorf("%w: %w", ErrWritesRefused, err)
 			}
@@ -338,10 +353,10 @@ func (d *DB) makeRoomForWrite(force bool) error {
 	}
 }
 
-// switchMemtable makes the memtable immutable and starts a new one with a
-// new WAL. The old WAL is synced first so a later crash cannot keep newer
-// writes while losing older ones.
-func (d *DB) switchMemtable() error {
+// switchMemtable makes the memtable immutable and starts a new one, large
+// enough for need bytes, with a new WAL. The old WAL is synced first so a
+// later crash cannot keep newer writes while losing older ones.
+func (d *DB) switchMemtable(need int) error {
 	num := d.vs.newFileNum()
 	w, err := d.createWAL(num)
 	if err != nil {
@@ -353,7 +368,7 @@ func (d *DB) switchMemtable() error {
 	}
 	d.log = w
 	d.imm = append(d.imm, d.mem)
-	d.mem = &memTable{Memtable: memtable.New(), logNum: num}
+	d.mem = d.newMemTable(num, need)
 	d.updateReadStateLocked()
 	d.flushCond.Signal()
 	return nil

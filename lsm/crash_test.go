@@ -174,7 +174,7 @@ func TestWriteErrorsAreStickyAndLoseNothingSynced(t *testing.T) {
 			base := vfs.NewMem()
 			inj := &failAfter{op: tc.op, suffix: tc.suf, err: tc.err}
 			opts := smallOptions(vfs.Inject(base, inj.inject))
-			opts.MaxManifestFileSize = 2 << 10 // rotate often so CURRENT is rewritten
+			opts.MaxManifestFileSize = 256 // rotate often so CURRENT is rewritten
 			db := mustOpen(t, "/db", opts)
 			m := newModel()
 			for i := 0; i < 100; i++ {

@@ -22,6 +22,12 @@ type memTable struct {
 	logNum uint64
 }
 
+// newMemTable makes a memtable of the configured size, or larger when one
+// write group needs more.
+func (d *DB) newMemTable(logNum uint64, need int) *memTable {
+	return &memTable{Memtable: memtable.New(max(int(d.opts.MemTableSize), need)), logNum: logNum}
+}
+
 // readState is what a reader needs, pinned together: the memtables (newest
 // first) and the version. Reads take a reference; the last release lets the
 // version's obsolete files go.
@@ -192,7 +198,7 @@ func (d *DB) recover() error {
 		return err
 	}
 	d.log = w
-	d.mem = &memTable{Memtable: memtable.New(), logNum: logNum}
+	d.mem = d.newMemTable(logNum, 0)
 	vs.logNum = logNum
 	vs.lastSeq = d.lastSeq
 	if err := vs.rotate(nil); err != nil {
@@ -215,7 +221,7 @@ func (d *DB) replayWAL(num uint64) error {
 		return err
 	}
 	r := record.NewReader(path, data)
-	mem := memtable.New()
+	mem := memtable.New(int(d.opts.MemTableSize))
 	flush := func() error {
 		if mem.Empty() {
 			return nil
@@ -232,7 +238,7 @@ func (d *DB) replayWAL(num uint64) error {
 			d.vs.current.Unref()
 			d.vs.current = nv
 		}
-		mem = memtable.New()
+		mem = memtable.New(int(d.opts.MemTableSize))
 		return nil
 	}
 	for {
@@ -256,7 +262,19 @@ func (d *DB) replayWAL(num uint64) error {
 			if !ok {
 				break
 			}
-			mem.Add(seq, kind, key, value)
+			if err := mem.Add(seq, kind, key, value); err == memtable.ErrFull {
+				if err := flush(); err != nil {
+					return err
+				}
+				if need := memtable.EntrySize(len(key), len(value)); need > mem.Free() {
+					mem = memtable.New(need)
+				}
+				if err := mem.Add(seq, kind, key, value); err != nil {
+					return err
+				}
+			} else if err != nil {
+				return err
+			}
 			seq++
 		}
 		if seq-br.seq != uint64(br.count) {

@@ -160,7 +160,7 @@ func (d *DB) writeTables(ci *compactionIter, targetSize uint64, shouldStop func(
 			if cur, err = d.newOutputFile(); err != nil {
 				return fail(err)
 			}
-			w = sstable.NewWriter(cur.f, d.opts.writerOptions())
+			w = sstable.NewWriter(cur.w, d.opts.writerOptions())
 		}
 		if err := w.Add(k, v); err != nil {
 			return fail(err)

@@ -1,6 +1,7 @@
 package lsm
 
 import (
+	"bufio"
 	"fmt"
 
 	"github.com/seed84792017/cellcast/lsm/internal/manifest"
@@ -8,11 +9,13 @@ import (
 	"github.com/seed84792017/cellcast/lsm/vfs"
 )
 
-// outputFile is a table being written by a flush or compaction.
+// outputFile is a table being written by a flush or compaction. Writes go
+// through a buffer so a table costs a few large writes, not one per block.
 type outputFile struct {
 	num  uint64
 	path string
 	f    vfs.File
+	w    *bufio.Writer
 }
 
 func (d *DB) newOutputFile() (*outputFile, error) {
@@ -22,12 +25,15 @@ func (d *DB) newOutputFile() (*outputFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating %s: %w", path, err)
 	}
-	return &outputFile{num: num, path: path, f: f}, nil
+	return &outputFile{num: num, path: path, f: f, w: bufio.NewWriterSize(f, 256<<10)}, nil
 }
 
 // finish completes the table, syncs and closes the file.
 func (o *outputFile) finish(w *sstable.Writer) (*manifest.FileMetadata, error) {
 	meta, err := w.Close()
+	if err == nil {
+		err = o.w.Flush()
+	}
 	if err == nil {
 		err = o.f.Sync()
 	}

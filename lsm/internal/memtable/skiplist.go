@@ -2,64 +2,74 @@ package memtable
 
 import (
 	"bytes"
+	"errors"
 	"sync/atomic"
 
 	"github.com/seed84792017/cellcast/lsm/internal/base"
 )
 
+const maxHeight = 12
+
+// Node layout in the arena (offsets in bytes):
+//
+//	0  keyLen  uint32
+//	4  valLen  uint32   Set nodes: the value's length; merge nodes: the
+//	                    offset of the newest fragment (atomic)
+//	8  seq     uint64   Set and Delete nodes
+//	16 kind    uint8
+//	17 height  uint8
+//	20 tower   uint32 × height (atomic links, level 0 first)
+//	   key, then a Set node's value
+//
+// Fragment layout: 0 seq uint64, 8 next uint32, 12 valLen uint32, 16 value.
 const (
-	maxHeight = 12
-	// nodeOverhead approximates a node's memory besides its key and value.
-	nodeOverhead = 64
-	slabSize     = 256 << 10
+	nodeKeyLen  = 0
+	nodeValLen  = 4
+	nodeSeq     = 8
+	nodeKind    = 16
+	nodeHeight  = 17
+	nodeTower   = 20
+	fragSeq     = 0
+	fragNext    = 8
+	fragValLen  = 12
+	fragHeader  = 16
+	maxNodeSize = nodeTower + 4*maxHeight + align
 )
 
-type frag struct {
-	seq   uint64
-	value []byte
-	next  *frag
-}
+// ErrFull is returned by Add when the arena has no room for the entry.
+var ErrFull = errors.New("memtable: full")
 
-type node struct {
-	key   []byte
-	kind  base.Kind
-	seq   uint64 // Set and Delete nodes only
-	value []byte // Set nodes only
-	// frags is the fragment chain of a merge node, newest first.
-	frags atomic.Pointer[frag]
-	// next0 is the level-0 link, kept inline: three in four nodes have no
-	// other level, and every search ends on level 0.
-	next0 atomic.Pointer[node]
-	upper []atomic.Pointer[node] // levels 1…height-1
-}
-
-func (n *node) next(lvl int) *atomic.Pointer[node] {
-	if lvl == 0 {
-		return &n.next0
-	}
-	return &n.upper[lvl-1]
-}
-
-// Memtable is a skiplist of internal entries. Add must not be called
-// concurrently with itself; every other method may run concurrently with Add.
+// Memtable is a skiplist of internal entries in an arena. Add must not be
+// called concurrently with itself; every other method may run concurrently
+// with Add.
 type Memtable struct {
-	head   *node
+	a      *arena
+	head   uint32
 	height atomic.Int32
-	size   atomic.Int64
 	count  atomic.Int64
+	size   atomic.Int64
 	rnd    uint64
-	slab   []byte
 }
 
-// New returns an empty memtable.
-func New() *Memtable {
-	m := &Memtable{head: &node{upper: make([]atomic.Pointer[node], maxHeight-1)}, rnd: 0x9e3779b97f4a7c15}
+// New returns an empty memtable holding up to capacity bytes of entries and
+// their overhead.
+func New(capacity int) *Memtable {
+	m := &Memtable{a: newArena(capacity + maxNodeSize), rnd: 0x9e3779b97f4a7c15}
+	m.head = m.a.alloc(nodeTower + 4*maxHeight)
+	m.a.buf[m.head+nodeHeight] = maxHeight
 	m.height.Store(1)
+	m.size.Store(int64(m.a.size()))
 	return m
 }
 
-// Size is the approximate memory used, in bytes.
+// EntrySize is an upper bound on the arena bytes one entry takes.
+func EntrySize(keyLen, valueLen int) int { return maxNodeSize + fragHeader + keyLen + valueLen }
+
+// Size is the memory used, in bytes.
 func (m *Memtable) Size() int64 { return m.size.Load() }
+
+// Free is the room left, in bytes.
+func (m *Memtable) Free() int { return m.a.free() }
 
 // Len is the number of entries added (each merge fragment counts).
 func (m *Memtable) Len() int64 { return m.count.Load() }
@@ -81,33 +91,25 @@ func (m *Memtable) randomHeight() int {
 	return h
 }
 
-// copyBytes copies b into the writer's slab so many small entries share one
-// allocation.
-func (m *Memtable) copyBytes(b []byte) []byte {
-	if len(b) == 0 {
-		return nil
-	}
-	if len(b) > slabSize/4 {
-		return append([]byte(nil), b...)
-	}
-	if len(m.slab) < len(b) {
-		m.slab = make([]byte, slabSize)
-	}
-	out := m.slab[:len(b):len(b)]
-	copy(out, b)
-	m.slab = m.slab[len(b):]
-	return out
+func (m *Memtable) next(n uint32, lvl int) uint32 { return m.a.load32(n + nodeTower + 4*uint32(lvl)) }
+
+func (m *Memtable) key(n uint32) []byte {
+	kl := *m.a.u32(n + nodeKeyLen)
+	h := uint32(m.a.buf[n+nodeHeight])
+	return m.a.bytes(n+nodeTower+4*h, kl)
 }
 
+func (m *Memtable) kind(n uint32) base.Kind { return base.Kind(m.a.buf[n+nodeKind]) }
+
 // findGE fills prev with the last node before userKey at each level and
-// returns the first node whose user key is >= userKey.
-func (m *Memtable) findGE(userKey []byte, prev *[maxHeight]*node) *node {
+// returns the first node whose user key is >= userKey (0 if none).
+func (m *Memtable) findGE(userKey []byte, prev *[maxHeight]uint32) uint32 {
 	x := m.head
-	var next *node
+	var next uint32
 	for lvl := int(m.height.Load()) - 1; lvl >= 0; lvl-- {
 		for {
-			next = x.next(lvl).Load()
-			if next == nil || bytes.Compare(next.key, userKey) >= 0 {
+			next = m.next(x, lvl)
+			if next == 0 || bytes.Compare(m.key(next), userKey) >= 0 {
 				break
 			}
 			x = next
@@ -120,30 +122,58 @@ func (m *Memtable) findGE(userKey []byte, prev *[maxHeight]*node) *node {
 }
 
 // Add inserts an entry. Sequence numbers must increase from call to call:
-// a new entry is always the newest version of its key.
-func (m *Memtable) Add(seq uint64, kind base.Kind, key, value []byte) {
-	var prev [maxHeight]*node
+// a new entry is always the newest version of its key. It returns ErrFull,
+// changing nothing, when the entry does not fit.
+func (m *Memtable) Add(seq uint64, kind base.Kind, key, value []byte) error {
+	var prev [maxHeight]uint32
 	first := m.findGE(key, &prev)
-	m.count.Add(1)
-	if kind == base.KindMerge && first != nil && first.kind == base.KindMerge && bytes.Equal(first.key, key) {
+	a := m.a
+	if kind == base.KindMerge && first != 0 && m.kind(first) == base.KindMerge && bytes.Equal(m.key(first), key) {
 		// Append in place: publish the new chain head atomically.
-		f := &frag{seq: seq, value: m.copyBytes(value), next: first.frags.Load()}
-		first.frags.Store(f)
-		m.size.Add(int64(len(value)) + 24)
-		return
+		f := a.alloc(fragHeader + len(value))
+		if f == 0 {
+			return ErrFull
+		}
+		*a.u64(f + fragSeq) = seq
+		*a.u32(f + fragNext) = a.load32(first + nodeValLen)
+		*a.u32(f + fragValLen) = uint32(len(value))
+		copy(a.buf[f+fragHeader:], value)
+		a.store32(first+nodeValLen, f)
+		m.count.Add(1)
+		m.size.Store(int64(a.size()))
+		return nil
 	}
 	h := m.randomHeight()
-	n := &node{key: m.copyBytes(key), kind: kind}
-	if h > 1 {
-		n.upper = make([]atomic.Pointer[node], h-1)
+	keyAt := uint32(nodeTower + 4*h)
+	size := int(keyAt) + len(key)
+	if kind == base.KindSet {
+		size += len(value)
 	}
+	n := a.alloc(size)
+	if n == 0 {
+		return ErrFull
+	}
+	var frag uint32
+	if kind == base.KindMerge {
+		if frag = a.alloc(fragHeader + len(value)); frag == 0 {
+			a.n = n // give the node back
+			return ErrFull
+		}
+		*a.u64(frag + fragSeq) = seq
+		*a.u32(frag + fragValLen) = uint32(len(value))
+		copy(a.buf[frag+fragHeader:], value)
+	}
+	*a.u32(n + nodeKeyLen) = uint32(len(key))
+	a.buf[n+nodeKind] = byte(kind)
+	a.buf[n+nodeHeight] = byte(h)
+	*a.u64(n + nodeSeq) = seq
+	copy(a.buf[n+keyAt:], key)
 	switch kind {
-	case base.KindMerge:
-		n.frags.Store(&frag{seq: seq, value: m.copyBytes(value)})
 	case base.KindSet:
-		n.seq, n.value = seq, m.copyBytes(value)
-	default:
-		n.seq = seq
+		*a.u32(n + nodeValLen) = uint32(len(value))
+		copy(a.buf[n+keyAt+uint32(len(key)):], value)
+	case base.KindMerge:
+		*a.u32(n + nodeValLen) = frag
 	}
 	if cur := int(m.height.Load()); h > cur {
 		for lvl := cur; lvl < h; lvl++ {
@@ -154,33 +184,36 @@ func (m *Memtable) Add(seq uint64, kind base.Kind, key, value []byte) {
 	// Link bottom-up: once level 0 is linked the node is visible, and upper
 	// levels are shortcuts that readers may or may not see yet.
 	for lvl := 0; lvl < h; lvl++ {
-		n.next(lvl).Store(prev[lvl].next(lvl).Load())
-		prev[lvl].next(lvl).Store(n)
+		link := uint32(nodeTower + 4*lvl)
+		*a.u32(n + link) = a.load32(prev[lvl] + link)
+		a.store32(prev[lvl]+link, n)
 	}
-	m.size.Add(int64(len(key)+len(value)) + nodeOverhead + int64(8*h))
+	m.count.Add(1)
+	m.size.Store(int64(a.size()))
+	return nil
 }
 
 // Iter walks the memtable's internal entries in internal-key order. It sees
 // entries added before each step; callers filter by sequence number.
 type Iter struct {
 	m    *Memtable
-	node *node
-	frag *frag
+	node uint32
+	frag uint32 // current fragment of a merge node, else 0
 }
 
 // NewIter returns an unpositioned iterator.
 func (m *Memtable) NewIter() *Iter { return &Iter{m: m} }
 
 func (it *Iter) settle() {
-	it.frag = nil
-	if it.node != nil && it.node.kind == base.KindMerge {
-		it.frag = it.node.frags.Load()
+	it.frag = 0
+	if it.node != 0 && it.m.kind(it.node) == base.KindMerge {
+		it.frag = it.m.a.load32(it.node + nodeValLen)
 	}
 }
 
 // First moves to the first entry.
 func (it *Iter) First() {
-	it.node = it.m.head.next0.Load()
+	it.node = it.m.next(it.m.head, 0)
 	it.settle()
 }
 
@@ -192,35 +225,43 @@ func (it *Iter) SeekGE(userKey []byte) {
 
 // Next moves to the next entry.
 func (it *Iter) Next() {
-	if it.frag != nil && it.frag.next != nil {
-		it.frag = it.frag.next
-		return
+	if it.frag != 0 {
+		if next := *it.m.a.u32(it.frag + fragNext); next != 0 {
+			it.frag = next
+			return
+		}
 	}
-	it.node = it.node.next0.Load()
-	it.settle()
+	it.NextUserKey()
 }
 
 // NextUserKey moves to the first entry of the next user key.
 func (it *Iter) NextUserKey() {
-	it.node = it.node.next0.Load()
+	it.node = it.m.next(it.node, 0)
 	it.settle()
 }
 
 // Valid reports whether the iterator is at an entry.
-func (it *Iter) Valid() bool { return it.node != nil }
+func (it *Iter) Valid() bool { return it.node != 0 }
 
 // Key returns the current internal key; its user key aliases the memtable.
 func (it *Iter) Key() base.InternalKey {
-	if it.frag != nil {
-		return base.MakeKey(it.node.key, it.frag.seq, base.KindMerge)
+	a := it.m.a
+	if it.frag != 0 {
+		return base.MakeKey(it.m.key(it.node), *a.u64(it.frag + fragSeq), base.KindMerge)
 	}
-	return base.MakeKey(it.node.key, it.node.seq, it.node.kind)
+	return base.MakeKey(it.m.key(it.node), *a.u64(it.node + nodeSeq), it.m.kind(it.node))
 }
 
-// Value returns the current value.
+// Value returns the current value; it aliases the memtable.
 func (it *Iter) Value() []byte {
-	if it.frag != nil {
-		return it.frag.value
+	a := it.m.a
+	if it.frag != 0 {
+		return a.bytes(it.frag+fragHeader, *a.u32(it.frag + fragValLen))
 	}
-	return it.node.value
+	if it.m.kind(it.node) != base.KindSet {
+		return nil
+	}
+	kl := *a.u32(it.node + nodeKeyLen)
+	h := uint32(a.buf[it.node+nodeHeight])
+	return a.bytes(it.node+nodeTower+4*h+kl, *a.u32(it.node + nodeValLen))
 }

@@ -21,7 +21,7 @@ type entry struct {
 // merges of the same key chained in place.
 func TestIterMatchesSortedModel(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
-	m := New()
+	m := New(1 << 20)
 	var model []entry
 	for seq := uint64(1); seq <= 5000; seq++ {
 		k := []byte(fmt.Sprintf("k%03d", rng.Intn(300)))
@@ -30,7 +30,9 @@ func TestIterMatchesSortedModel(t *testing.T) {
 		if kind == base.KindDelete {
 			v = ""
 		}
-		m.Add(seq, kind, k, []byte(v))
+		if err := m.Add(seq, kind, k, []byte(v)); err != nil {
+			t.Fatal(err)
+		}
 		model = append(model, entry{base.MakeKey(k, seq, kind), v})
 	}
 	sort.Slice(model, func(i, j int) bool { return base.Compare(model[i].key, model[j].key) < 0 })
@@ -63,7 +65,7 @@ func TestIterMatchesSortedModel(t *testing.T) {
 }
 
 func TestMergeAppendsInPlace(t *testing.T) {
-	m := New()
+	m := New(1 << 20)
 	m.Add(1, base.KindMerge, []byte("c"), []byte("a"))
 	m.Add(2, base.KindMerge, []byte("c"), []byte("b"))
 	m.Add(3, base.KindSet, []byte("c"), []byte("base"))
@@ -80,7 +82,7 @@ func TestMergeAppendsInPlace(t *testing.T) {
 	}
 	// Two skiplist nodes hold the four fragments.
 	nodes := 0
-	for n := m.head.next0.Load(); n != nil; n = n.next0.Load() {
+	for n := m.next(m.head, 0); n != 0; n = m.next(n, 0) {
 		nodes++
 	}
 	if nodes != 3 {
@@ -90,8 +92,34 @@ func TestMergeAppendsInPlace(t *testing.T) {
 
 // Readers running alongside the writer always see a sorted sequence and every
 // entry whose add completed before they started.
+func TestFullArenaRefusesWithoutChange(t *testing.T) {
+	m := New(4 << 10)
+	var added int64
+	for i := 0; ; i++ {
+		err := m.Add(uint64(i+1), base.KindMerge, []byte(fmt.Sprintf("k%d", i%7)), make([]byte, 100))
+		if err == ErrFull {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		added++
+	}
+	if added < 20 || m.Len() != added {
+		t.Fatalf("added %d, Len %d", added, m.Len())
+	}
+	n := 0
+	it := m.NewIter()
+	for it.First(); it.Valid(); it.Next() {
+		n++
+	}
+	if int64(n) != added {
+		t.Fatalf("iterated %d of %d", n, added)
+	}
+}
+
 func TestConcurrentReaders(t *testing.T) {
-	m := New()
+	m := New(1 << 20)
 	var published atomic.Uint64
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
