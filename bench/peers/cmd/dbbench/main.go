@@ -301,15 +301,21 @@ func runEngine(spec engineSpec, path string, want map[string]bool) (engineResult
 		res.results["mergerandom"] = result{note: "no merge operator"}
 		return res, nil
 	}
+	// A few keys may never have been merged (1M draws over 100k keys miss
+	// about e^-10 of them), so count rather than require hits.
+	mergedFound := 0
 	readMerged := func(int) error {
 		ok, err := e.get(key(kb, 'm', rng.IntN(mk)))
-		if !ok && err == nil {
-			return fmt.Errorf("merged key missing")
+		if ok {
+			mergedFound++
 		}
 		return err
 	}
 	if err := run("readmerged", n, readMerged); err != nil {
 		return res, err
+	}
+	if mergedFound < n*99/100 {
+		return res, fmt.Errorf("readmerged found only %d of %d lists", mergedFound, n)
 	}
 	if err := e.compact(); err != nil {
 		return res, err
