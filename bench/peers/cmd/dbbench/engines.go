@@ -31,6 +31,8 @@ type engine interface {
 	scan() (int, error)
 	compact() error
 	writeAmp() float64
+	// liveBytes is the size of the live tables (NaN if unknown).
+	liveBytes() float64
 	close() error
 }
 
@@ -85,9 +87,10 @@ func (e *cellcastEngine) scan() (int, error) {
 	}
 	return n, it.Close()
 }
-func (e *cellcastEngine) compact() error    { return e.db.Compact(context.Background(), nil, nil) }
-func (e *cellcastEngine) writeAmp() float64 { return e.db.Metrics().WriteAmp() }
-func (e *cellcastEngine) close() error      { return e.db.Close() }
+func (e *cellcastEngine) compact() error     { return e.db.Compact(context.Background(), nil, nil) }
+func (e *cellcastEngine) writeAmp() float64  { return e.db.Metrics().WriteAmp() }
+func (e *cellcastEngine) liveBytes() float64 { return float64(e.db.Metrics().DiskSize()) }
+func (e *cellcastEngine) close() error       { return e.db.Close() }
 
 // --- pebble ---
 
@@ -181,7 +184,8 @@ func (e *pebbleEngine) writeAmp() float64 {
 	t := e.db.Metrics().Total()
 	return t.WriteAmp()
 }
-func (e *pebbleEngine) close() error { return e.db.Close() }
+func (e *pebbleEngine) liveBytes() float64 { return float64(e.db.Metrics().Total().TablesSize) }
+func (e *pebbleEngine) close() error       { return e.db.Close() }
 
 // --- goleveldb ---
 
@@ -227,6 +231,7 @@ func (e *goleveldbEngine) scan() (int, error) {
 	}
 	return n, it.Error()
 }
-func (e *goleveldbEngine) compact() error    { return e.db.CompactRange(util.Range{}) }
-func (e *goleveldbEngine) writeAmp() float64 { return math.NaN() }
-func (e *goleveldbEngine) close() error      { return e.db.Close() }
+func (e *goleveldbEngine) compact() error     { return e.db.CompactRange(util.Range{}) }
+func (e *goleveldbEngine) writeAmp() float64  { return math.NaN() }
+func (e *goleveldbEngine) liveBytes() float64 { return math.NaN() }
+func (e *goleveldbEngine) close() error       { return e.db.Close() }

@@ -31,6 +31,7 @@ var (
 	workloadsF = flag.String("workloads", "", "comma-separated subset of workloads (default all)")
 	memprofile = flag.String("memprofile", "", "write an allocation profile at the end here")
 	verbose    = flag.Bool("v", false, "print engine metrics after each workload")
+	runs       = flag.Int("runs", 1, "run every engine this many times, interleaved, and keep each workload's best")
 	cpuprofile = flag.String("cpuprofile", "", "write a CPU profile of the whole run here")
 )
 
@@ -44,6 +45,8 @@ type engineResult struct {
 	results  map[string]result
 	spaceOW  int64
 	spaceCmp int64
+	liveOW   float64
+	liveCmp  float64
 	wamp     float64
 }
 
@@ -77,17 +80,25 @@ func main() {
 		}
 	}
 	var all []engineResult
-	for _, spec := range engines {
-		if !strings.Contains(","+*only+",", ","+spec.name+",") {
-			continue
+	for run := 0; run < *runs; run++ {
+		i := 0
+		for _, spec := range engines {
+			if !strings.Contains(","+*only+",", ","+spec.name+",") {
+				continue
+			}
+			fmt.Fprintf(os.Stderr, "== %s (run %d)\n", spec.name, run+1)
+			r, err := runEngine(spec, filepath.Join(scratch, spec.name), want)
+			if err != nil {
+				fatal(fmt.Errorf("%s: %w", spec.name, err))
+			}
+			if run == 0 {
+				all = append(all, r)
+			} else {
+				all[i].keepBest(r)
+			}
+			i++
+			runtime.GC()
 		}
-		fmt.Fprintf(os.Stderr, "== %s\n", spec.name)
-		r, err := runEngine(spec, filepath.Join(scratch, spec.name), want)
-		if err != nil {
-			fatal(fmt.Errorf("%s: %w", spec.name, err))
-		}
-		all = append(all, r)
-		runtime.GC()
 	}
 	if *memprofile != "" {
 		f, err := os.Create(*memprofile)
@@ -97,7 +108,7 @@ func main() {
 		pprof.Lookup("allocs").WriteTo(f, 0)
 		f.Close()
 	}
-	report := render(all)
+	report := header() + render(all)
 	fmt.Print(report)
 	if *out != "" {
 		if err := os.WriteFile(*out, []byte(report), 0o644); err != nil {
@@ -167,7 +178,7 @@ func timed(n int, fn func(i int) error) (result, error) {
 }
 
 func runEngine(spec engineSpec, path string, want map[string]bool) (engineResult, error) {
-	res := engineResult{name: spec.name, results: map[string]result{}, wamp: math.NaN()}
+	res := engineResult{name: spec.name, results: map[string]result{}, wamp: math.NaN(), liveOW: math.NaN(), liveCmp: math.NaN()}
 	rng := rand.New(rand.NewPCG(1, 2))
 	vals := newValueGen(rng)
 	cache := *cacheMiB << 20
@@ -230,7 +241,7 @@ func runEngine(spec engineSpec, path string, want map[string]bool) (engineResult
 			return res, err
 		}
 	}
-	res.spaceOW = dirSize(path)
+	res.spaceOW, res.liveOW = dirSize(path), e.liveBytes()
 	found := 0
 	readRandom := func(int) error {
 		ok, err := e.get(key(kb, 'k', rng.IntN(n)))
@@ -281,7 +292,7 @@ func runEngine(spec engineSpec, path string, want map[string]bool) (engineResult
 		r.note = fmt.Sprintf("%.1f s", 1/r.opsPerSec)
 		res.results["compact"] = r
 	}
-	res.spaceCmp = dirSize(path)
+	res.spaceCmp, res.liveCmp = dirSize(path), e.liveBytes()
 	found = 0
 	if err := run("readrandom-compacted", n, readRandom); err != nil {
 		return res, err
@@ -314,7 +325,7 @@ func runEngine(spec engineSpec, path string, want map[string]bool) (engineResult
 	if err := run("readmerged", n, readMerged); err != nil {
 		return res, err
 	}
-	if mergedFound < n*99/100 {
+	if _, ran := res.results["readmerged"]; ran && mergedFound < n*99/100 {
 		return res, fmt.Errorf("readmerged found only %d of %d lists", mergedFound, n)
 	}
 	if err := e.compact(); err != nil {
@@ -324,6 +335,34 @@ func runEngine(spec engineSpec, path string, want map[string]bool) (engineResult
 		return res, err
 	}
 	return res, nil
+}
+
+// keepBest keeps each workload's higher throughput and the newer run's
+// space and write-amplification figures.
+func (e *engineResult) keepBest(o engineResult) {
+	for w, r := range o.results {
+		if r.opsPerSec > e.results[w].opsPerSec {
+			e.results[w] = r
+		}
+	}
+	e.spaceOW, e.spaceCmp, e.liveOW, e.liveCmp, e.wamp = o.spaceOW, o.spaceCmp, o.liveOW, o.liveCmp, o.wamp
+}
+
+func header() string {
+	cpu := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "model name") {
+				cpu = strings.TrimSpace(line[strings.IndexByte(line, ':')+1:])
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("Measured %s on %d cores (%s), %s; `dbbench %s`: %d keys of 16 B, %d-byte values "+
+		"compressible to half, WAL without fsync, snappy, 10 bits/key bloom filters, %d MiB block cache each, "+
+		"best of %d interleaved run(s).\n\n",
+		time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), cpu, runtime.Version(),
+		strings.Join(os.Args[1:], " "), *num, *valueSize, *cacheMiB, *runs)
 }
 
 var errSkip = fmt.Errorf("skip")
@@ -392,6 +431,14 @@ func render(all []engineResult) string {
 	row("full compaction time", func(e engineResult) string { return e.results["compact"].note })
 	row("space after overwrite (MiB)", func(e engineResult) string { return fmt.Sprintf("%.1f", float64(e.spaceOW)/(1<<20)) })
 	row("space after compact (MiB)", func(e engineResult) string { return fmt.Sprintf("%.1f", float64(e.spaceCmp)/(1<<20)) })
+	mib := func(v float64) string {
+		if math.IsNaN(v) {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.1f", v/(1<<20))
+	}
+	row("live tables after overwrite (MiB)", func(e engineResult) string { return mib(e.liveOW) })
+	row("live tables after compact (MiB)", func(e engineResult) string { return mib(e.liveCmp) })
 	row("write amplification", func(e engineResult) string {
 		if math.IsNaN(e.wamp) {
 			return "n/a"
