@@ -82,9 +82,9 @@ func randID(rng *rand.Rand) ID {
 	return id
 }
 
-// compareIDs is the order the encoding must reproduce: component by
+// idOrder is the order the encoding must reproduce: component by
 // component numerically, a prefix first.
-func compareIDs(a, b ID) int {
+func idOrder(a, b ID) int {
 	for i := 0; i < len(a) && i < len(b); i++ {
 		switch {
 		case a[i] < b[i]:
@@ -116,7 +116,7 @@ func TestEncodingLaws(t *testing.T) {
 		if d, err := Decode(ea); err != nil || !d.Equal(a) {
 			t.Fatalf("round trip %v -> %x -> %v, %v", a, ea, d, err)
 		}
-		if got, want := bytes.Compare(ea, eb), compareIDs(a, b); got != want {
+		if got, want := bytes.Compare(ea, eb), idOrder(a, b); got != want {
 			t.Fatalf("order of %v and %v: bytes %d, ids %d", a, b, got, want)
 		}
 		if a.IsAncestorOrSelf(b) != bytes.HasPrefix(eb, ea) {
