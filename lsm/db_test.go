@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand"
+	"sync"
 	"testing"
 
 	"github.com/seed84792017/cellcast/lsm/vfs"
@@ -21,6 +22,24 @@ func smallOptions(fs vfs.FS) *Options {
 }
 
 var quietLogger = slog.New(slog.DiscardHandler)
+
+// warnLog collects engine warnings so tests can require there were none.
+type warnLog struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warnLog) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (w *warnLog) Handle(_ context.Context, r slog.Record) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	msg := r.Message
+	r.Attrs(func(a slog.Attr) bool { msg += " " + a.String(); return true })
+	w.msgs = append(w.msgs, msg)
+	return nil
+}
+func (w *warnLog) WithAttrs([]slog.Attr) slog.Handler { return w }
+func (w *warnLog) WithGroup(string) slog.Handler      { return w }
 
 func mustOpen(t testing.TB, dir string, o *Options) *DB {
 	t.Helper()
@@ -201,6 +220,13 @@ func runDifferential(t *testing.T, seed int64, ops int, withFilter bool) {
 	fs := vfs.NewMem()
 	r := &diffRun{t: t, rng: rand.New(rand.NewSource(seed)), fs: fs, m: newModel(), keySpace: 2000, now: 1000}
 	r.opts = smallOptions(fs)
+	warns := &warnLog{}
+	r.opts.Logger = slog.New(warns)
+	defer func() {
+		if len(warns.msgs) > 0 {
+			t.Errorf("engine warnings: %v", warns.msgs[:min(5, len(warns.msgs))])
+		}
+	}()
 	if withFilter {
 		r.filter = &expiryFilter{}
 		r.filter.now.Store(r.now)

@@ -1,0 +1,68 @@
+package dualdb
+
+import (
+	"context"
+
+	"github.com/seed84792017/cellcast/listdb"
+	"github.com/seed84792017/cellcast/lsm"
+)
+
+// Open opens (or creates) a DualDB store in dir. opts tunes the lsm engine;
+// the list merger, expiry filter and collector are added to it.
+func Open(dir string, cfg listdb.Config, opts *lsm.Options) (*listdb.Store, error) {
+	db, err := lsm.Open(dir, cfg.DBOptions(opts))
+	if err != nil {
+		return nil, err
+	}
+	st, err := listdb.NewStore(&backend{db: db}, cfg)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+type backend struct{ db *lsm.DB }
+
+func key(cell []byte, l listdb.List) []byte {
+	return append(append(make([]byte, 0, len(cell)+1), cell...), byte(l))
+}
+
+func (b *backend) Append(appends []listdb.Append, sync bool) error {
+	batch := lsm.NewBatch()
+	for _, a := range appends {
+		if err := batch.Merge(key(a.Cell, a.List), a.Fragment); err != nil {
+			return err
+		}
+	}
+	return b.db.Apply(batch, &lsm.WriteOptions{Sync: sync})
+}
+
+func (b *backend) Visit(cell, subtreeEnd []byte, lists listdb.Lists, filters []lsm.BlockPropertyFilter, fn func(listdb.List, *lsm.Fragment) lsm.VisitDecision) error {
+	o := &lsm.VisitOptions{Filters: filters}
+	route := func(f *lsm.Fragment) lsm.VisitDecision {
+		l := listdb.List(f.Key[len(f.Key)-1])
+		if (l == listdb.Pubs && !lists.Pubs) || (l == listdb.Subs && !lists.Subs) {
+			return lsm.VisitSkipKey
+		}
+		return fn(l, f)
+	}
+	switch {
+	case subtreeEnd != nil:
+		return b.db.VisitRange(cell, subtreeEnd, o, route)
+	case lists.Pubs && lists.Subs:
+		// Both lists of one cell: two adjacent keys, one pass.
+		return b.db.VisitRange(key(cell, listdb.Pubs), key(cell, listdb.Subs+1), o, route)
+	case lists.Pubs:
+		return b.db.VisitKey(key(cell, listdb.Pubs), o, route)
+	case lists.Subs:
+		return b.db.VisitKey(key(cell, listdb.Subs), o, route)
+	}
+	return nil
+}
+
+func (b *backend) Meta() *lsm.DB                     { return b.db }
+func (b *backend) Flush() error                      { return b.db.Flush() }
+func (b *backend) Compact(ctx context.Context) error { return b.db.Compact(ctx, nil, nil) }
+func (b *backend) Metrics() []*lsm.Metrics           { return []*lsm.Metrics{b.db.Metrics()} }
+func (b *backend) Close() error                      { return b.db.Close() }

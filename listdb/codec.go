@@ -1,0 +1,278 @@
+package listdb
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/seed84792017/cellcast/dewey"
+	"github.com/seed84792017/cellcast/subscriptions"
+)
+
+// Fragment layout (little endian):
+//
+//	0  version  byte (1)
+//	1  count    uint32  records in the fragment
+//	5  newest   int64   largest T of its records
+//	13 maxTmax  int64   largest Tmax of its records
+//	21 records, newest first
+//
+// Record layout:
+//
+//	uvarint  length of the rest of the record
+//	kind     byte: 1 publication, 2 subscription, 3 cancel
+//	t        int64: Tp, Ts, or the cancel's own time
+//	tmax     int64
+//	aux      int64: a subscription's Tmin, a cancel's target Ts, else 0
+//	payload  kind-specific, length-prefixed fields
+//
+// Time fields sit at fixed offsets so scans and the compaction filter read
+// them without decoding payloads.
+const (
+	fragVersion = 1
+	headerLen   = 21
+	recFixed    = 1 + 8 + 8 + 8
+)
+
+// Record kinds.
+const (
+	KindPublication  = 1
+	KindSubscription = 2
+	KindCancel       = 3
+)
+
+// ErrCorrupt is matched by errors decoding damaged lists.
+var ErrCorrupt = errors.New("listdb: corrupt list")
+
+type header struct {
+	count   uint32
+	newest  int64
+	maxTmax int64
+}
+
+func readHeader(f []byte) (header, error) {
+	if len(f) < headerLen || f[0] != fragVersion {
+		return header{}, fmt.Errorf("%w: bad fragment header", ErrCorrupt)
+	}
+	return header{
+		count:   binary.LittleEndian.Uint32(f[1:]),
+		newest:  int64(binary.LittleEndian.Uint64(f[5:])),
+		maxTmax: int64(binary.LittleEndian.Uint64(f[13:])),
+	}, nil
+}
+
+func appendHeader(dst []byte, h header) []byte {
+	dst = append(dst, fragVersion)
+	dst = binary.LittleEndian.AppendUint32(dst, h.count)
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(h.newest))
+	return binary.LittleEndian.AppendUint64(dst, uint64(h.maxTmax))
+}
+
+// Rec is one record of a fragment; Raw is the whole encoded record.
+type Rec struct {
+	Kind         byte
+	T, Tmax, Aux int64
+	Raw, payload []byte
+}
+
+// forEach calls fn for each record of a fragment, newest first, until fn
+// returns false.
+func forEach(f []byte, fn func(r *Rec) bool) error {
+	if _, err := readHeader(f); err != nil {
+		return err
+	}
+	p := f[headerLen:]
+	var r Rec
+	for len(p) > 0 {
+		n, m := binary.Uvarint(p)
+		if m <= 0 || n < recFixed || n > uint64(len(p)-m) {
+			return fmt.Errorf("%w: bad record length", ErrCorrupt)
+		}
+		body := p[m : m+int(n)]
+		r = Rec{
+			Kind: body[0],
+			T:    int64(binary.LittleEndian.Uint64(body[1:])),
+			Tmax: int64(binary.LittleEndian.Uint64(body[9:])),
+			Aux:  int64(binary.LittleEndian.Uint64(body[17:])),
+			Raw:  p[:m+int(n)], payload: body[recFixed:],
+		}
+		if r.Kind < KindPublication || r.Kind > KindCancel {
+			return fmt.Errorf("%w: record kind %d", ErrCorrupt, r.Kind)
+		}
+		if !fn(&r) {
+			return nil
+		}
+		p = p[m+int(n):]
+	}
+	return nil
+}
+
+// fragment builds a one-record fragment.
+func fragment(kind byte, t, tmax, aux int64, payload []byte) []byte {
+	body := make([]byte, 0, recFixed+len(payload))
+	body = append(body, kind)
+	body = binary.LittleEndian.AppendUint64(body, uint64(t))
+	body = binary.LittleEndian.AppendUint64(body, uint64(tmax))
+	body = binary.LittleEndian.AppendUint64(body, uint64(aux))
+	body = append(body, payload...)
+	out := appendHeader(make([]byte, 0, headerLen+binary.MaxVarintLen32+len(body)), header{count: 1, newest: t, maxTmax: tmax})
+	out = binary.AppendUvarint(out, uint64(len(body)))
+	return append(out, body...)
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+func appendMap(dst []byte, m map[string]string) []byte {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	dst = binary.AppendUvarint(dst, uint64(len(keys)))
+	for _, k := range keys {
+		dst = appendString(dst, k)
+		dst = appendString(dst, m[k])
+	}
+	return dst
+}
+
+func appendCell(dst []byte, c subscriptions.Cell) []byte {
+	enc := c.ID.Encode()
+	dst = append(dst, byte(c.NS))
+	dst = binary.AppendUvarint(dst, uint64(len(enc)))
+	return append(dst, enc...)
+}
+
+type reader struct {
+	p   []byte
+	err error
+}
+
+func (r *reader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.p)
+	if n <= 0 {
+		r.err = fmt.Errorf("%w: truncated field", ErrCorrupt)
+		return 0
+	}
+	r.p = r.p[n:]
+	return v
+}
+
+func (r *reader) bytes() []byte {
+	n := r.uvarint()
+	if r.err != nil {
+		return nil
+	}
+	if n > uint64(len(r.p)) {
+		r.err = fmt.Errorf("%w: field past the record", ErrCorrupt)
+		return nil
+	}
+	b := r.p[:n]
+	r.p = r.p[n:]
+	return b
+}
+
+func (r *reader) string() string { return string(r.bytes()) }
+
+func (r *reader) byte() byte {
+	if r.err == nil && len(r.p) == 0 {
+		r.err = fmt.Errorf("%w: truncated field", ErrCorrupt)
+	}
+	if r.err != nil {
+		return 0
+	}
+	b := r.p[0]
+	r.p = r.p[1:]
+	return b
+}
+
+func (r *reader) stringMap() map[string]string {
+	n := r.uvarint()
+	if r.err != nil || n == 0 {
+		return nil
+	}
+	if n > uint64(len(r.p)) {
+		r.err = fmt.Errorf("%w: map larger than the record", ErrCorrupt)
+		return nil
+	}
+	m := make(map[string]string, n)
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		k := r.string()
+		m[k] = r.string()
+	}
+	return m
+}
+
+func (r *reader) cell() subscriptions.Cell {
+	ns := subscriptions.Namespace(r.byte())
+	enc := r.bytes()
+	if r.err != nil {
+		return subscriptions.Cell{}
+	}
+	id, err := dewey.Decode(enc)
+	if err != nil {
+		r.err = fmt.Errorf("%w: cell: %w", ErrCorrupt, err)
+	}
+	return subscriptions.Cell{NS: ns, ID: id}
+}
+
+// EncodePublication returns a one-record fragment holding p.
+func EncodePublication(p *subscriptions.Publication) []byte {
+	var pl []byte
+	pl = appendCell(pl, p.Cell)
+	pl = appendString(pl, p.Uid)
+	pl = appendString(pl, p.Desc)
+	pl = appendMap(pl, p.Attrs)
+	return fragment(KindPublication, p.Tp, p.Tmax, 0, pl)
+}
+
+// EncodeSubscription returns a one-record fragment holding s.
+func EncodeSubscription(s *subscriptions.Subscription) []byte {
+	var pl []byte
+	pl = appendCell(pl, s.Cell)
+	pl = appendString(pl, s.Uid)
+	var flags byte
+	if s.SelfJoin {
+		flags |= 1
+	}
+	pl = append(pl, flags)
+	pl = appendString(pl, s.Filter.Keyword)
+	pl = appendMap(pl, s.Filter.Attrs)
+	return fragment(KindSubscription, s.Ts, s.Tmax, s.Tmin, pl)
+}
+
+// EncodeCancel returns a fragment cancelling the subscription stamped
+// target, which expires at tmax (so the cancel expires with it).
+func EncodeCancel(now, target, tmax int64) []byte {
+	return fragment(KindCancel, now, tmax, target, nil)
+}
+
+// Publication decodes a publication record.
+func (r *Rec) Publication() (subscriptions.Publication, error) {
+	rd := reader{p: r.payload}
+	p := subscriptions.Publication{Tp: r.T, Tmax: r.Tmax}
+	p.Cell = rd.cell()
+	p.Uid = rd.string()
+	p.Desc = rd.string()
+	p.Attrs = rd.stringMap()
+	return p, rd.err
+}
+
+// Subscription decodes a subscription record.
+func (r *Rec) Subscription() (subscriptions.Subscription, error) {
+	rd := reader{p: r.payload}
+	s := subscriptions.Subscription{Ts: r.T, Tmax: r.Tmax, Tmin: r.Aux}
+	s.Cell = rd.cell()
+	s.Uid = rd.string()
+	s.SelfJoin = rd.byte()&1 != 0
+	s.Filter.Keyword = rd.string()
+	s.Filter.Attrs = rd.stringMap()
+	return s, rd.err
+}

@@ -1,0 +1,101 @@
+package listdb
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/seed84792017/cellcast/dewey"
+	"github.com/seed84792017/cellcast/lsm"
+	"github.com/seed84792017/cellcast/subscriptions"
+)
+
+var cell = subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{1, 4, 2}}
+
+func TestRecordsRoundTrip(t *testing.T) {
+	p := subscriptions.Publication{Uid: "u1", Cell: cell, Tp: 100, Tmax: 200, Desc: "fire", Attrs: map[string]string{"a": "1", "b": "2"}}
+	s := subscriptions.Subscription{Uid: "u2", Cell: subscriptions.Cell{NS: subscriptions.NSTopic, ID: dewey.ID{3, 1}}, Ts: 150, Tmin: 90, Tmax: 300,
+		SelfJoin: true, Filter: subscriptions.Filter{Keyword: "fire", Attrs: map[string]string{"k": "v"}}}
+	merged, err := Merger.Merge(nil, [][]byte{EncodeSubscription(&s), EncodePublication(&p)}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := readHeader(merged)
+	if h.count != 2 || h.newest != 150 || h.maxTmax != 300 {
+		t.Fatalf("header %+v", h)
+	}
+	var got []string
+	err = forEach(merged, func(r *Rec) bool {
+		switch r.Kind {
+		case KindPublication:
+			q, err := r.Publication()
+			got = append(got, fmt.Sprintf("%v %v", q, err))
+		case KindSubscription:
+			q, err := r.Subscription()
+			got = append(got, fmt.Sprintf("%v %v", q, err))
+		}
+		return true
+	})
+	want := []string{fmt.Sprintf("%v <nil>", s), fmt.Sprintf("%v <nil>", p)}
+	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("got %v\nwant %v (%v)", got, want, err)
+	}
+}
+
+func TestExpiryFilter(t *testing.T) {
+	now := int64(1000)
+	f := &ExpiryFilter{Now: func() int64 { return now }}
+	live := subscriptions.Publication{Uid: "u", Cell: cell, Tp: 10, Tmax: 2000}
+	dead := subscriptions.Publication{Uid: "u", Cell: cell, Tp: 5, Tmax: 900}
+	sub := subscriptions.Subscription{Uid: "u", Cell: cell, Ts: 20, Tmin: 0, Tmax: 3000}
+	keep := subscriptions.Subscription{Uid: "v", Cell: cell, Ts: 21, Tmin: 0, Tmax: 3000}
+	mk := func(ops ...[]byte) []byte { v, _ := Merger.Merge(nil, ops, false); return v }
+
+	if d, _ := f.Filter(0, nil, lsm.KindMerge, mk(EncodePublication(&dead))); d != lsm.FilterRemove {
+		t.Fatalf("expired fragment: %v", d)
+	}
+	if d, _ := f.Filter(0, nil, lsm.KindMerge, mk(EncodePublication(&live))); d != lsm.FilterKeep {
+		t.Fatalf("live fragment: %v", d)
+	}
+	d, v := f.Filter(0, nil, lsm.KindMerge, mk(EncodePublication(&live), EncodePublication(&dead)))
+	if d != lsm.FilterChange || !bytes.Equal(v, mk(EncodePublication(&live))) {
+		t.Fatalf("mixed: %v %x", d, v)
+	}
+	// A cancel and its subscription in one value both go; others stay.
+	d, v = f.Filter(0, nil, lsm.KindMerge, mk(EncodeCancel(30, 20, 3000), EncodeSubscription(&keep), EncodeSubscription(&sub)))
+	if d != lsm.FilterChange || !bytes.Equal(v, mk(EncodeSubscription(&keep))) {
+		t.Fatalf("cancel pair: %v", d)
+	}
+	// A cancel whose subscription lives elsewhere stays.
+	if d, _ := f.Filter(0, nil, lsm.KindMerge, mk(EncodeCancel(30, 20, 3000))); d != lsm.FilterKeep {
+		t.Fatalf("lone cancel: %v", d)
+	}
+}
+
+func FuzzFragment(f *testing.F) {
+	p := subscriptions.Publication{Uid: "u1", Cell: cell, Tp: 100, Tmax: 200, Desc: "fire", Attrs: map[string]string{"a": "1"}}
+	s := subscriptions.Subscription{Uid: "u2", Cell: cell, Ts: 150, Tmin: 90, Tmax: 300, Filter: subscriptions.Filter{Keyword: "x"}}
+	v, _ := Merger.Merge(nil, [][]byte{EncodeSubscription(&s), EncodePublication(&p), EncodeCancel(160, 150, 300)}, false)
+	f.Add(v)
+	filter := &ExpiryFilter{Now: func() int64 { return 120 }}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		err := forEach(b, func(r *Rec) bool {
+			var err error
+			switch r.Kind {
+			case KindPublication:
+				_, err = r.Publication()
+			case KindSubscription:
+				_, err = r.Subscription()
+			}
+			if err != nil && !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("decode error %v is not ErrCorrupt", err)
+			}
+			return true
+		})
+		if err != nil && !errors.Is(err, ErrCorrupt) {
+			t.Fatal(err)
+		}
+		filter.Filter(0, nil, lsm.KindMerge, b)
+	})
+}

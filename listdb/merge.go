@@ -1,0 +1,170 @@
+package listdb
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/seed84792017/cellcast/lsm"
+)
+
+// Merger concatenates fragments newer first under one combined header.
+var Merger = &lsm.Merger{Name: "cellcast.listdb.v1", Merge: mergeFragments}
+
+func mergeFragments(_ []byte, ops [][]byte, _ bool) ([]byte, error) {
+	var h header
+	n := headerLen
+	for i, op := range ops {
+		oh, err := readHeader(op)
+		if err != nil {
+			return nil, fmt.Errorf("operand %d: %w", i, err)
+		}
+		if i == 0 || oh.newest > h.newest {
+			h.newest = oh.newest
+		}
+		if i == 0 || oh.maxTmax > h.maxTmax {
+			h.maxTmax = oh.maxTmax
+		}
+		h.count += oh.count
+		n += len(op) - headerLen
+	}
+	out := appendHeader(make([]byte, 0, n), h)
+	for _, op := range ops {
+		out = append(out, op[headerLen:]...)
+	}
+	return out, nil
+}
+
+// rebuild makes a fragment from whole records, newest first.
+func rebuild(recs [][]byte, h header) []byte {
+	n := headerLen
+	for _, r := range recs {
+		n += len(r)
+	}
+	out := appendHeader(make([]byte, 0, n), h)
+	for _, r := range recs {
+		out = append(out, r...)
+	}
+	return out
+}
+
+// ExpiryFilter drops records whose Tmax has passed and every cancelled
+// subscription whose cancel sits in the same value (both go). A fragment
+// whose header says everything expired is dropped without being decoded.
+// Now reads the broker's current time without taking a stamp.
+type ExpiryFilter struct {
+	Now func() int64
+}
+
+// Filter implements lsm.CompactionFilter.
+func (f *ExpiryFilter) Filter(_ int, _ []byte, _ lsm.Kind, v []byte) (lsm.FilterDecision, []byte) {
+	h, err := readHeader(v)
+	if err != nil {
+		// Not ours to judge: keep it, reads will report the damage.
+		return lsm.FilterKeep, nil
+	}
+	now := f.Now()
+	if h.maxTmax <= now {
+		return lsm.FilterRemove, nil
+	}
+	var cancels map[int64]bool
+	dropped := false
+	// Cancels are newer than what they cancel, so they come first.
+	err = forEach(v, func(r *Rec) bool {
+		if r.Tmax <= now {
+			dropped = true
+		} else if r.Kind == KindCancel {
+			if cancels == nil {
+				cancels = map[int64]bool{}
+			}
+			cancels[r.Aux] = false
+		}
+		return true
+	})
+	if err != nil {
+		return lsm.FilterKeep, nil
+	}
+	if cancels != nil {
+		forEach(v, func(r *Rec) bool {
+			if _, ok := cancels[r.T]; ok && r.Kind == KindSubscription {
+				cancels[r.T] = true
+				dropped = true
+			}
+			return true
+		})
+	}
+	if !dropped {
+		return lsm.FilterKeep, nil
+	}
+	var keep [][]byte
+	var nh header
+	forEach(v, func(r *Rec) bool {
+		switch {
+		case r.Tmax <= now:
+		case r.Kind == KindCancel && cancels[r.Aux]:
+		case r.Kind == KindSubscription && cancels[r.T]:
+		default:
+			if len(keep) == 0 || r.T > nh.newest {
+				nh.newest = r.T
+			}
+			if len(keep) == 0 || r.Tmax > nh.maxTmax {
+				nh.maxTmax = r.Tmax
+			}
+			keep = append(keep, r.Raw)
+		}
+		return true
+	})
+	if len(keep) == 0 {
+		return lsm.FilterRemove, nil
+	}
+	nh.count = uint32(len(keep))
+	return lsm.FilterChange, rebuild(keep, nh)
+}
+
+// newestCollector records, per block and per table, the newest record time
+// of the fragments written there.
+type newestCollector struct {
+	block, table int64
+	seen         bool
+}
+
+const collectorName = "cellcast.newest"
+
+// NewNewestCollector is the lsm block property collector for list tables.
+func NewNewestCollector() lsm.BlockPropertyCollector {
+	return &newestCollector{block: minInt64, table: minInt64}
+}
+
+const minInt64 = -1 << 63
+
+func (c *newestCollector) Name() string { return collectorName }
+
+func (c *newestCollector) Add(_ lsm.InternalKey, v []byte) error {
+	if h, err := readHeader(v); err == nil {
+		c.block = max(c.block, h.newest)
+		c.table = max(c.table, h.newest)
+	}
+	return nil
+}
+
+func (c *newestCollector) FinishDataBlock() ([]byte, error) {
+	b := binary.LittleEndian.AppendUint64(nil, uint64(c.block))
+	c.block = minInt64
+	return b, nil
+}
+
+func (c *newestCollector) FinishTable() ([]byte, error) {
+	return binary.LittleEndian.AppendUint64(nil, uint64(c.table)), nil
+}
+
+// newerThan passes tables and blocks holding a fragment stamped at or after
+// a bound.
+type newerThan int64
+
+func (newerThan) Name() string { return collectorName }
+
+func (n newerThan) Intersects(p []byte) (bool, error) {
+	if len(p) != 8 {
+		return true, nil
+	}
+	return int64(binary.LittleEndian.Uint64(p)) >= int64(n), nil
+}

@@ -1,0 +1,487 @@
+package listdb
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/seed84792017/cellcast/dewey"
+	"github.com/seed84792017/cellcast/lsm"
+	"github.com/seed84792017/cellcast/subscriptions"
+)
+
+// List names one of a cell's two lists.
+type List byte
+
+const (
+	Pubs List = 0
+	Subs List = 1
+)
+
+// Lists is a set of lists.
+type Lists struct{ Pubs, Subs bool }
+
+// Append is one fragment to append to a cell's list. Cell is the cell key:
+// namespace byte then the Dewey encoding.
+type Append struct {
+	List     List
+	Cell     []byte
+	Fragment []byte
+}
+
+// Backend is where the lists live.
+type Backend interface {
+	// Append writes the appends atomically.
+	Append(appends []Append, sync bool) error
+	// Visit reports the fragments of the asked lists of cell, and of every
+	// cell key below subtreeEnd when that is not nil (the cell's subtree),
+	// each key's newest first, honouring fn's decisions as lsm visits do.
+	Visit(cell, subtreeEnd []byte, lists Lists, filters []lsm.BlockPropertyFilter, fn func(List, *lsm.Fragment) lsm.VisitDecision) error
+	// Meta is the DB that holds the topic registry and other metadata.
+	Meta() *lsm.DB
+	Flush() error
+	Compact(ctx context.Context) error
+	Metrics() []*lsm.Metrics
+	Close() error
+}
+
+// Granularity selects how hierarchy is stored.
+type Granularity int
+
+const (
+	// Variable writes once at the operation's cell and reads the cell's
+	// subtree range plus a point lookup per ancestor (the default).
+	Variable Granularity = iota
+	// Fixed expands every operation to the quad tree's leaves at
+	// LeafDepth: a write per leaf and a point read per leaf. The
+	// baseline of thesis Fig. 4.12–4.15; geo cells only.
+	Fixed
+)
+
+// Config shapes a Store.
+type Config struct {
+	Limits subscriptions.Limits
+	// Clock stamps operations. Default: a SystemClock kept above stamps
+	// issued before a restart.
+	Clock subscriptions.Clock
+	// Now reads the current time for the compaction filter without taking a
+	// stamp. Default: the wall clock.
+	Now func() int64
+	// Sync makes every write durable before the operation returns.
+	Sync bool
+	// Granularity, and for Fixed the Tree and LeafDepth to expand to.
+	Granularity Granularity
+	Tree        *dewey.QuadTree
+	LeafDepth   int
+	// MaxTopicDepth bounds topic paths. Default 8.
+	MaxTopicDepth int
+}
+
+// DBOptions returns lsm options with the list merger, the expiry filter and
+// the newest-time collector, on top of base (may be nil).
+func (c *Config) DBOptions(base *lsm.Options) *lsm.Options {
+	var o lsm.Options
+	if base != nil {
+		o = *base
+	}
+	o.Merger = Merger
+	o.CompactionFilter = &ExpiryFilter{Now: c.now()}
+	o.BlockPropertyCollectors = append(o.BlockPropertyCollectors, NewNewestCollector)
+	return &o
+}
+
+func (c *Config) now() func() int64 {
+	if c.Now != nil {
+		return c.Now
+	}
+	return func() int64 { return time.Now().UnixNano() }
+}
+
+// Store implements subscriptions.Store over a Backend.
+type Store struct {
+	b      Backend
+	cfg    Config
+	limits subscriptions.Limits
+	clock  subscriptions.Clock
+	topics *dewey.Topics
+
+	// mu orders writes by stamp: a stamp is taken and its record written
+	// before the next stamp is issued, so an operation's read sees every
+	// record stamped before it. Each pair (P, S) is then reported by the
+	// later of the two only.
+	mu    sync.Mutex
+	floor int64 // stamps below this were persisted as possibly issued
+}
+
+// Meta keys live in their own namespaces: 'r' topic registry, 'm' metadata.
+var clockFloorKey = []byte("m/clock-floor")
+
+const floorMargin = int64(time.Minute)
+
+// NewStore wraps a backend.
+func NewStore(b Backend, cfg Config) (*Store, error) {
+	st := &Store{b: b, cfg: cfg, limits: cfg.Limits.WithDefaults(), clock: cfg.Clock}
+	if cfg.Granularity == Fixed && (cfg.Tree == nil || cfg.LeafDepth < 1 || cfg.LeafDepth > cfg.Tree.MaxDepth()) {
+		return nil, fmt.Errorf("listdb: fixed granularity needs a quad tree and a leaf depth within it")
+	}
+	v, err := b.Meta().Get(clockFloorKey)
+	switch {
+	case err == nil && len(v) == 8:
+		st.floor = int64(binary.LittleEndian.Uint64(v))
+	case err != nil && !errors.Is(err, lsm.ErrNotFound):
+		return nil, err
+	}
+	if st.clock == nil {
+		sc := &subscriptions.SystemClock{}
+		sc.AtLeast(st.floor)
+		st.clock = sc
+	}
+	depth := cfg.MaxTopicDepth
+	if depth == 0 {
+		depth = 8
+	}
+	if st.topics, err = dewey.NewTopics(topicStore{b.Meta()}, depth); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// Topics is the topic registry, persisted in the store.
+func (st *Store) Topics() *dewey.Topics { return st.topics }
+
+// Backend returns the backend, for maintenance and metrics.
+func (st *Store) Backend() Backend { return st.b }
+
+// Close closes the backend.
+func (st *Store) Close() error { return st.b.Close() }
+
+func cellKey(c subscriptions.Cell) []byte {
+	return c.ID.AppendEncoded([]byte{byte(c.NS)})
+}
+
+// cellsFor returns the keys an operation at c writes to: c itself, or its
+// leaves under fixed granularity.
+func (st *Store) cellsFor(c subscriptions.Cell) ([][]byte, error) {
+	if st.cfg.Granularity == Variable {
+		return [][]byte{cellKey(c)}, nil
+	}
+	if c.NS != subscriptions.NSCell {
+		return nil, fmt.Errorf("%w: fixed granularity stores geo cells only", subscriptions.ErrCell)
+	}
+	if len(c.ID) > st.cfg.LeafDepth {
+		return nil, fmt.Errorf("%w: cell %v deeper than the leaf depth %d", subscriptions.ErrCell, c.ID, st.cfg.LeafDepth)
+	}
+	leaves, err := st.cfg.Tree.Leaves(c.ID, st.cfg.LeafDepth, 1<<20)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", subscriptions.ErrCell, err)
+	}
+	keys := make([][]byte, len(leaves))
+	for i, l := range leaves {
+		keys[i] = cellKey(subscriptions.Cell{NS: c.NS, ID: l})
+	}
+	return keys, nil
+}
+
+// write appends one fragment to a list of every key, and keeps the
+// persisted clock floor ahead of the stamps. st.mu is held.
+func (st *Store) write(list List, keys [][]byte, frag []byte, now int64) error {
+	appends := make([]Append, len(keys))
+	for i, k := range keys {
+		appends[i] = Append{List: list, Cell: k, Fragment: frag}
+	}
+	if now >= st.floor {
+		floor := now + floorMargin
+		b := binary.LittleEndian.AppendUint64(nil, uint64(floor))
+		if err := st.b.Meta().Set(clockFloorKey, b, lsm.Sync); err != nil {
+			return err
+		}
+		st.floor = floor
+	}
+	return st.b.Append(appends, st.cfg.Sync)
+}
+
+// scan visits the lists that an operation at c must read: the subtree and
+// the ancestors (variable), or the leaves (fixed). bounds give, per list,
+// the oldest record time that can still matter: a fragment whose newest
+// record is older ends its key's descent (thesis Algorithm 1).
+func (st *Store) scan(c subscriptions.Cell, lists Lists, pubBound, subBound int64, fn func(List, *Rec) error) error {
+	bound := func(l List) int64 {
+		if l == Pubs {
+			return pubBound
+		}
+		return subBound
+	}
+	lowest := subBound
+	if lists.Pubs && (!lists.Subs || pubBound < subBound) {
+		lowest = pubBound
+	}
+	filters := []lsm.BlockPropertyFilter{newerThan(lowest)}
+	var ferr error
+	visit := func(l List, f *lsm.Fragment) lsm.VisitDecision {
+		b := bound(l)
+		h, err := readHeader(f.Value)
+		if err != nil {
+			ferr = fmt.Errorf("list of cell %x: %w", f.Key, err)
+			return lsm.VisitStop
+		}
+		if h.newest < b {
+			return lsm.VisitSkipKey
+		}
+		old := false
+		err = forEach(f.Value, func(r *Rec) bool {
+			if r.T < b {
+				old = true
+				return false
+			}
+			if err := fn(l, r); err != nil {
+				ferr = err
+				return false
+			}
+			return true
+		})
+		switch {
+		case err != nil:
+			ferr = fmt.Errorf("list of cell %x: %w", f.Key, err)
+			return lsm.VisitStop
+		case ferr != nil:
+			return lsm.VisitStop
+		case old:
+			return lsm.VisitSkipKey
+		}
+		return lsm.VisitContinue
+	}
+	run := func(key, subtreeEnd []byte) error {
+		if err := st.b.Visit(key, subtreeEnd, lists, filters, visit); err != nil {
+			return err
+		}
+		return ferr
+	}
+	if st.cfg.Granularity == Fixed {
+		keys, err := st.cellsFor(c)
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := run(k, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := run(cellKey(c), append([]byte{byte(c.NS)}, c.ID.SubtreeEnd()...)); err != nil {
+		return err
+	}
+	for _, a := range c.ID.Ancestors() {
+		if err := run(cellKey(subscriptions.Cell{NS: c.NS, ID: a}), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Subscribe implements subscriptions.Store.
+func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequest) (*subscriptions.SubscribeResult, error) {
+	st.mu.Lock()
+	now := st.clock.Now()
+	s, err := st.limits.NewSubscription(req, now)
+	var keys [][]byte
+	if err == nil {
+		keys, err = st.cellsFor(s.Cell)
+	}
+	res := &subscriptions.SubscribeResult{Sub: s}
+	if err == nil && s.Tmax > now {
+		err = st.write(Subs, keys, EncodeSubscription(&s), now)
+		res.Stored = err == nil
+	}
+	st.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	seen := map[int64]bool{}
+	cancelled := map[int64]bool{}
+	var prior []*subscriptions.Subscription
+	subBound := now - int64(st.limits.MaxFuture)
+	err = st.scan(s.Cell, Lists{Pubs: true, Subs: s.SelfJoin}, s.Tmin, subBound, func(l List, r *Rec) error {
+		// Records stamped after this one report the pair themselves.
+		if r.T >= now || r.Tmax <= now || seen[r.T] {
+			return nil
+		}
+		switch {
+		case l == Subs && r.Kind == KindCancel:
+			cancelled[r.Aux] = true
+		case l == Subs && r.Kind == KindSubscription && !cancelled[r.T]:
+			o, err := r.Subscription()
+			if err != nil {
+				return err
+			}
+			seen[r.T] = true
+			if o.Uid == s.Uid {
+				prior = append(prior, &o)
+			}
+		case l == Pubs && r.Kind == KindPublication && r.T >= s.Tmin:
+			p, err := r.Publication()
+			if err != nil {
+				return err
+			}
+			seen[r.T] = true
+			if subscriptions.Match(&p, &s, now) {
+				res.Past = append(res.Past, p)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if s.SelfJoin {
+		kept := res.Past[:0]
+		for i := range res.Past {
+			if !subscriptions.SelfJoinSeen(&res.Past[i], &s, prior) {
+				kept = append(kept, res.Past[i])
+			}
+		}
+		res.Past = kept
+	}
+	subscriptions.SortPublications(res.Past)
+	return res, nil
+}
+
+// Publish implements subscriptions.Store.
+func (st *Store) Publish(ctx context.Context, req *subscriptions.PublishRequest) (*subscriptions.PublishResult, error) {
+	st.mu.Lock()
+	now := st.clock.Now()
+	p, err := st.limits.NewPublication(req, now)
+	var keys [][]byte
+	if err == nil {
+		keys, err = st.cellsFor(p.Cell)
+	}
+	res := &subscriptions.PublishResult{Pub: p}
+	if err == nil && p.Tmax > now {
+		err = st.write(Pubs, keys, EncodePublication(&p), now)
+		res.Stored = err == nil
+	}
+	st.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	seen := map[int64]bool{}
+	cancelled := map[int64]bool{}
+	subBound := now - int64(st.limits.MaxFuture)
+	pubBound := now - int64(st.limits.MaxExpiry)
+	err = st.scan(p.Cell, Lists{Subs: true, Pubs: req.SelfJoin}, pubBound, subBound, func(l List, r *Rec) error {
+		if r.T >= now || r.Tmax <= now || seen[r.T] {
+			return nil
+		}
+		switch {
+		case l == Subs && r.Kind == KindCancel:
+			cancelled[r.Aux] = true
+		case l == Subs && r.Kind == KindSubscription && !cancelled[r.T] && r.Aux <= now:
+			s, err := r.Subscription()
+			if err != nil {
+				return err
+			}
+			seen[r.T] = true
+			if subscriptions.Match(&p, &s, now) {
+				res.Matches = append(res.Matches, s)
+			}
+		case l == Pubs && r.Kind == KindPublication:
+			q, err := r.Publication()
+			if err != nil {
+				return err
+			}
+			seen[r.T] = true
+			if q.Cell.Overlaps(p.Cell) {
+				res.Recent = append(res.Recent, q)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	subscriptions.SortSubscriptions(res.Matches)
+	subscriptions.SortPublications(res.Recent)
+	return res, nil
+}
+
+// Unsubscribe implements subscriptions.Store.
+func (st *Store) Unsubscribe(ctx context.Context, sid string) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	now := st.clock.Now()
+	ts, cell, err := subscriptions.ParseID(sid)
+	if err != nil {
+		return err
+	}
+	if err := st.limits.CheckCell(cell); err != nil {
+		return fmt.Errorf("%w: %w", subscriptions.ErrBadID, err)
+	}
+	keys, err := st.cellsFor(cell)
+	if err != nil {
+		return err
+	}
+	var found *Rec
+	cancelled := false
+	var ferr error
+	err = st.b.Visit(keys[0], nil, Lists{Subs: true}, nil, func(_ List, f *lsm.Fragment) lsm.VisitDecision {
+		ferr = forEach(f.Value, func(r *Rec) bool {
+			switch {
+			case r.Kind == KindCancel && r.Aux == ts:
+				cancelled = true
+			case r.Kind == KindSubscription && r.T == ts:
+				rc := *r
+				found = &rc
+				return false
+			}
+			return true
+		})
+		if ferr != nil || found != nil || cancelled {
+			return lsm.VisitStop
+		}
+		return lsm.VisitContinue
+	})
+	if err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return err
+	}
+	if found == nil || cancelled || found.Tmax <= now {
+		return fmt.Errorf("%w: %s", subscriptions.ErrUnknownSid, sid)
+	}
+	return st.write(Subs, keys, EncodeCancel(now, ts, found.Tmax), now)
+}
+
+// topicStore keeps the topic registry under 'r' + path.
+type topicStore struct{ db *lsm.DB }
+
+func (t topicStore) LoadTopics(fn func(string, dewey.ID) error) error {
+	it, err := t.db.NewIter(&lsm.IterOptions{LowerBound: []byte("r/"), UpperBound: []byte("r0")})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		id, err := dewey.Decode(it.Value())
+		if err != nil {
+			return fmt.Errorf("topic %q: %w", it.Key()[2:], err)
+		}
+		if err := fn(string(it.Key()[2:]), id); err != nil {
+			return err
+		}
+	}
+	return it.Error()
+}
+
+func (t topicStore) SaveTopic(path string, id dewey.ID) error {
+	return t.db.Set(append([]byte("r/"), path...), id.Encode(), lsm.Sync)
+}

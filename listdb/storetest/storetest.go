@@ -1,0 +1,356 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seed84792017/cellcast/dewey"
+	"github.com/seed84792017/cellcast/listdb"
+	"github.com/seed84792017/cellcast/lsm"
+	"github.com/seed84792017/cellcast/subscriptions"
+)
+
+var long = flag.Bool("store.long", false, "run the long differential tests")
+
+// Opener opens a store in dir with cfg; small engine options keep flushes
+// and compactions frequent.
+type Opener func(dir string, cfg listdb.Config, opts *lsm.Options) (*listdb.Store, error)
+
+// SmallEngine is lsm tuning that makes a few thousand operations span many
+// flushes and compactions.
+func SmallEngine() *lsm.Options {
+	return &lsm.Options{MemTableSize: 64 << 10, TargetFileSize: 32 << 10, LBaseMaxBytes: 128 << 10,
+		BlockSize: 1 << 10, L0CompactionThreshold: 2, L0SlowdownWritesThreshold: 4, L0StopWritesThreshold: 8}
+}
+
+const start = int64(1_700_000_000) * int64(time.Second)
+
+var limits = subscriptions.Limits{MaxPast: time.Minute, MaxFuture: time.Minute, MaxExpiry: 2 * time.Minute}
+
+type run struct {
+	t      *testing.T
+	rng    *rand.Rand
+	open   Opener
+	dir    string
+	cfg    listdb.Config
+	store  *listdb.Store
+	oracle *subscriptions.Oracle
+	sc, oc *subscriptions.FakeClock
+	tree   *dewey.QuadTree
+	sids   []string
+	users  []string
+	fixed  bool
+}
+
+func (r *run) reopen() {
+	if r.store != nil {
+		if err := r.store.Close(); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	s, err := r.open(r.dir, r.cfg, SmallEngine())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.store = s
+}
+
+// cell draws geo cells at every depth (and, unless fixed, topics and
+// another raw hierarchy), concentrated so that many overlap.
+func (r *run) cell() subscriptions.Cell {
+	maxDepth := 6
+	if r.fixed {
+		maxDepth = r.cfg.LeafDepth
+	}
+	if !r.fixed && r.rng.Intn(5) == 0 {
+		ns := subscriptions.NSTopic
+		if r.rng.Intn(2) == 0 {
+			ns = subscriptions.NSCell
+			id := dewey.ID{7}
+			for d := r.rng.Intn(3); d > 0; d-- {
+				id = id.Child(uint32(1 + r.rng.Intn(300)))
+			}
+			return subscriptions.Cell{NS: ns, ID: id}
+		}
+		id := dewey.ID{uint32(1 + r.rng.Intn(2))}
+		for d := r.rng.Intn(3); d > 0; d-- {
+			id = id.Child(uint32(1 + r.rng.Intn(2)))
+		}
+		return subscriptions.Cell{NS: ns, ID: id}
+	}
+	// Points in a small area so cells collide; depth skewed deep.
+	lat := 42.0 + r.rng.Float64()*0.6
+	lng := -75.0 + r.rng.Float64()*0.6
+	depth := maxDepth - int(r.rng.ExpFloat64())
+	depth = max(1, min(depth, maxDepth))
+	id, err := r.tree.Cell(lat, lng, depth)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return subscriptions.Cell{NS: subscriptions.NSCell, ID: id}
+}
+
+var words = []string{"accident", "fire", "roadwork", "flood", "parade"}
+
+func (r *run) tick() {
+	d := time.Duration(r.rng.Intn(400)) * time.Millisecond
+	r.sc.Advance(d)
+	r.oc.Advance(d)
+}
+
+func pids(ps []subscriptions.Publication) string {
+	var b strings.Builder
+	for i := range ps {
+		b.WriteString(ps[i].Pid())
+		b.WriteByte(' ')
+	}
+	return b.String()
+}
+
+func sids(ss []subscriptions.Subscription) string {
+	var b strings.Builder
+	for i := range ss {
+		b.WriteString(ss[i].Sid())
+		b.WriteByte(' ')
+	}
+	return b.String()
+}
+
+func sameErr(a, b error) bool {
+	for _, e := range []error{subscriptions.ErrUnknownSid, subscriptions.ErrBadID, subscriptions.ErrWindow, subscriptions.ErrCell, subscriptions.ErrField} {
+		if errors.Is(a, e) != errors.Is(b, e) {
+			return false
+		}
+	}
+	return (a == nil) == (b == nil)
+}
+
+func (r *run) step(i int) {
+	ctx := context.Background()
+	uid := r.users[r.rng.Intn(len(r.users))]
+	switch p := r.rng.Intn(100); {
+	case p < 40:
+		req := &subscriptions.SubscribeRequest{
+			Uid: uid, Cell: r.cell(), SelfJoin: r.rng.Intn(3) == 0,
+			Past:   time.Duration(r.rng.Intn(15)) * time.Second,
+			Future: time.Duration(r.rng.Intn(15)) * time.Second,
+		}
+		if r.rng.Intn(6) == 0 {
+			req.Filter.Keyword = words[r.rng.Intn(len(words))]
+		}
+		if r.rng.Intn(10) == 0 {
+			req.Filter.Attrs = map[string]string{"kind": words[r.rng.Intn(2)]}
+		}
+		if r.rng.Intn(50) == 0 {
+			req.Future = 2 * time.Minute // over the limit
+		}
+		got, gerr := r.store.Subscribe(ctx, req)
+		want, werr := r.oracle.Subscribe(ctx, req)
+		if !sameErr(gerr, werr) {
+			r.t.Fatalf("op %d subscribe: store %v, oracle %v", i, gerr, werr)
+		}
+		if werr != nil {
+			return
+		}
+		if got.Sub.Sid() != want.Sub.Sid() || got.Stored != want.Stored || pids(got.Past) != pids(want.Past) {
+			r.t.Fatalf("op %d subscribe %s (self-join %v) at %v:\n store  %s\n oracle %s", i, want.Sub.Sid(), req.SelfJoin, req.Cell, pids(got.Past), pids(want.Past))
+		}
+		if want.Stored {
+			r.sids = append(r.sids, want.Sub.Sid())
+		}
+	case p < 80:
+		req := &subscriptions.PublishRequest{
+			Uid: uid, Cell: r.cell(), SelfJoin: r.rng.Intn(5) == 0,
+			Expires: time.Duration(r.rng.Intn(30)) * time.Second,
+			Desc:    words[r.rng.Intn(len(words))] + " near somewhere",
+			Attrs:   map[string]string{"kind": words[r.rng.Intn(3)]},
+		}
+		got, gerr := r.store.Publish(ctx, req)
+		want, werr := r.oracle.Publish(ctx, req)
+		if !sameErr(gerr, werr) {
+			r.t.Fatalf("op %d publish: store %v, oracle %v", i, gerr, werr)
+		}
+		if werr != nil {
+			return
+		}
+		if got.Pub.Pid() != want.Pub.Pid() || got.Stored != want.Stored || sids(got.Matches) != sids(want.Matches) || pids(got.Recent) != pids(want.Recent) {
+			r.t.Fatalf("op %d publish %s at %v:\n store  %s | %s\n oracle %s | %s", i, want.Pub.Pid(), req.Cell, sids(got.Matches), pids(got.Recent), sids(want.Matches), pids(want.Recent))
+		}
+	case p < 85:
+		sid := "garbage"
+		if len(r.sids) > 0 && r.rng.Intn(10) > 0 {
+			sid = r.sids[r.rng.Intn(len(r.sids))]
+		}
+		gerr := r.store.Unsubscribe(ctx, sid)
+		werr := r.oracle.Unsubscribe(ctx, sid)
+		if !sameErr(gerr, werr) {
+			r.t.Fatalf("op %d unsubscribe %s: store %v, oracle %v", i, sid, gerr, werr)
+		}
+	case p < 97:
+		r.tick()
+	case p < 98:
+		if err := r.store.Backend().Flush(); err != nil {
+			r.t.Fatal(err)
+		}
+	case p < 99:
+		if r.rng.Intn(3) == 0 {
+			if err := r.store.Backend().Compact(ctx); err != nil {
+				r.t.Fatal(err)
+			}
+		}
+	default:
+		if r.rng.Intn(4) == 0 {
+			r.reopen()
+		}
+	}
+}
+
+func newRun(t *testing.T, open Opener, seed int64, fixed bool) *run {
+	tree, err := dewey.NewQuadTree(dewey.NewYorkState, dewey.MaxGeoDepth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &run{t: t, rng: rand.New(rand.NewSource(seed)), open: open, dir: t.TempDir(), tree: tree, fixed: fixed,
+		sc: subscriptions.NewFakeClock(start), oc: subscriptions.NewFakeClock(start)}
+	r.cfg = listdb.Config{Limits: limits, Clock: r.sc, Now: r.sc.Peek}
+	if fixed {
+		r.cfg.Granularity, r.cfg.Tree, r.cfg.LeafDepth = listdb.Fixed, tree, 5
+	}
+	r.oracle = subscriptions.NewOracle(r.oc, limits)
+	for i := 0; i < 12; i++ {
+		r.users = append(r.users, fmt.Sprintf("user%d", i))
+	}
+	r.reopen()
+	return r
+}
+
+// Differential drives the store and the oracle with the same random
+// operations and clock and requires identical answers.
+func Differential(t *testing.T, open Opener) {
+	for _, fixed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fixed=%v", fixed), func(t *testing.T) {
+			ops := 50000
+			if fixed {
+				ops = 15000
+			}
+			if *long {
+				ops *= 10
+			}
+			r := newRun(t, open, 1, fixed)
+			defer r.store.Close()
+			for i := 0; i < ops; i++ {
+				r.step(i)
+			}
+		})
+	}
+}
+
+// ExpiredDataIsGone checks that once everything has expired, a compaction
+// leaves (almost) nothing on disk.
+func ExpiredDataIsGone(t *testing.T, open Opener) {
+	r := newRun(t, open, 2, false)
+	defer r.store.Close()
+	ctx := context.Background()
+	for i := 0; i < 20000; i++ {
+		c := r.cell()
+		if i%2 == 0 {
+			r.store.Subscribe(ctx, &subscriptions.SubscribeRequest{Uid: "u", Cell: c, Past: time.Second, Future: 20 * time.Second})
+		} else {
+			r.store.Publish(ctx, &subscriptions.PublishRequest{Uid: "u", Cell: c, Expires: 20 * time.Second, Desc: strings.Repeat("x", 100)})
+		}
+		r.sc.Advance(time.Millisecond)
+	}
+	size := func() uint64 {
+		var n uint64
+		for _, m := range r.store.Backend().Metrics() {
+			n += m.DiskSize()
+		}
+		return n
+	}
+	if err := r.store.Backend().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	full := size()
+	r.sc.Advance(time.Minute)
+	if err := r.store.Backend().Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after := size()
+	if full < 256<<10 || after > full/100 {
+		t.Fatalf("live bytes %d before expiry, %d after compaction: want under 1%%", full, after)
+	}
+	// And nothing comes back.
+	res, err := r.store.Publish(ctx, &subscriptions.PublishRequest{Uid: "u", Cell: subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{1}}, Expires: time.Second})
+	if err != nil || len(res.Matches) != 0 {
+		t.Fatalf("matches after expiry: %v %v", res, err)
+	}
+}
+
+// BadInput checks that malformed requests get typed errors and store
+// nothing.
+func BadInput(t *testing.T, open Opener) {
+	r := newRun(t, open, 3, false)
+	defer r.store.Close()
+	ctx := context.Background()
+	cell := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{1, 2}}
+	long := strings.Repeat("x", 5000)
+	subs := []struct {
+		req  subscriptions.SubscribeRequest
+		want error
+	}{
+		{subscriptions.SubscribeRequest{Uid: "u", Cell: cell, Past: -time.Second}, subscriptions.ErrWindow},
+		{subscriptions.SubscribeRequest{Uid: "u", Cell: cell, Future: time.Hour}, subscriptions.ErrWindow},
+		{subscriptions.SubscribeRequest{Uid: "u", Cell: subscriptions.Cell{NS: subscriptions.NSCell}}, subscriptions.ErrCell},
+		{subscriptions.SubscribeRequest{Uid: "u", Cell: subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{1, 0}}}, subscriptions.ErrCell},
+		{subscriptions.SubscribeRequest{Uid: "u", Cell: subscriptions.Cell{NS: 'x', ID: dewey.ID{1}}}, subscriptions.ErrCell},
+		{subscriptions.SubscribeRequest{Uid: "u", Cell: subscriptions.Cell{NS: subscriptions.NSCell, ID: make(dewey.ID, 17)}}, subscriptions.ErrCell},
+		{subscriptions.SubscribeRequest{Uid: "", Cell: cell}, subscriptions.ErrField},
+		{subscriptions.SubscribeRequest{Uid: long, Cell: cell}, subscriptions.ErrField},
+		{subscriptions.SubscribeRequest{Uid: "u\xff", Cell: cell}, subscriptions.ErrField},
+	}
+	for i, c := range subs {
+		c.req.Future += time.Second // would be stored if accepted
+		if _, err := r.store.Subscribe(ctx, &c.req); !errors.Is(err, c.want) || !errors.Is(err, subscriptions.ErrBadRequest) {
+			t.Fatalf("subscribe case %d: %v, want %v", i, err, c.want)
+		}
+	}
+	pubs := []struct {
+		req  subscriptions.PublishRequest
+		want error
+	}{
+		{subscriptions.PublishRequest{Uid: "u", Cell: cell, Expires: -1}, subscriptions.ErrWindow},
+		{subscriptions.PublishRequest{Uid: "u", Cell: cell, Expires: time.Hour}, subscriptions.ErrWindow},
+		{subscriptions.PublishRequest{Uid: "u", Cell: subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{0}}, Expires: time.Second}, subscriptions.ErrCell},
+		{subscriptions.PublishRequest{Uid: "u", Cell: cell, Expires: time.Second, Desc: long}, subscriptions.ErrField},
+		{subscriptions.PublishRequest{Uid: "u", Cell: cell, Expires: time.Second, Attrs: map[string]string{"": "v"}}, subscriptions.ErrField},
+	}
+	for i, c := range pubs {
+		if _, err := r.store.Publish(ctx, &c.req); !errors.Is(err, c.want) {
+			t.Fatalf("publish case %d: %v, want %v", i, err, c.want)
+		}
+	}
+	// Nothing was stored: a wide subscription sees no publication and a
+	// publication at the root reaches no subscription.
+	res, err := r.store.Subscribe(ctx, &subscriptions.SubscribeRequest{Uid: "w", Cell: subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{1}}, Past: time.Minute})
+	if err != nil || len(res.Past) != 0 {
+		t.Fatalf("rejected publications were stored: %v %v", res, err)
+	}
+	pr, err := r.store.Publish(ctx, &subscriptions.PublishRequest{Uid: "w", Cell: subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{1}}, Expires: time.Second})
+	if err != nil || len(pr.Matches) != 0 {
+		t.Fatalf("rejected subscriptions were stored: %v %v", pr, err)
+	}
+	for _, sid := range []string{"", "x", "-1", "zz-1.0", "abc-", "1-t", strings.Repeat("9", 40) + "-1"} {
+		if err := r.store.Unsubscribe(ctx, sid); !errors.Is(err, subscriptions.ErrBadID) {
+			t.Fatalf("Unsubscribe(%q): %v", sid, err)
+		}
+	}
+	if err := r.store.Unsubscribe(ctx, subscriptions.FormatID(12345, cell)); !errors.Is(err, subscriptions.ErrUnknownSid) {
+		t.Fatalf("unknown sid: %v", err)
+	}
+}

@@ -1,0 +1,28 @@
+package subscriptions
+
+// Match is the matching rule of DESIGN.md at time now: the cells overlap,
+// the publication falls in the subscription's window, neither has expired
+// and the filter accepts. Cancellation is the caller's to check.
+func Match(p *Publication, s *Subscription, now int64) bool {
+	return p.Cell.Overlaps(s.Cell) &&
+		s.Tmin <= p.Tp && p.Tp <= s.Tmax &&
+		p.Tmax > now && s.Tmax > now &&
+		s.Filter.Accepts(p)
+}
+
+// Met reports whether p was delivered to s when the later of the two
+// arrived (s not cancelled by then).
+func Met(p *Publication, s *Subscription) bool { return Match(p, s, max(p.Tp, s.Ts)) }
+
+// SelfJoinSeen reports whether a self-join subscription s must omit p: an
+// earlier live subscription of the same user, in a cell overlapping s's,
+// already received it. prior holds the candidates the store found (the
+// user's uncancelled subscriptions stored in cells overlapping s's).
+func SelfJoinSeen(p *Publication, s *Subscription, prior []*Subscription) bool {
+	for _, o := range prior {
+		if o.Uid == s.Uid && o.Ts < s.Ts && o.Tmax > s.Ts && o.Cell.Overlaps(s.Cell) && Met(p, o) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,133 @@
+package subscriptions
+
+import (
+	"context"
+	"sync"
+)
+
+// Oracle is the matching rule by brute force over everything ever stored:
+// the reference the storage architectures are tested against. It keeps
+// all records in memory and scans them all on every operation.
+type Oracle struct {
+	mu     sync.Mutex
+	clock  Clock
+	limits Limits
+	subs   []*Subscription
+	pubs   []*Publication
+	cancel map[string]bool // sids cancelled
+	ops    int
+}
+
+// prune forgets expired records: every rule needs Tmax > now, and the clock
+// only moves forward, so they can never match again.
+func (o *Oracle) prune(now int64) {
+	if o.ops++; o.ops%1024 != 0 {
+		return
+	}
+	subs := o.subs[:0]
+	for _, s := range o.subs {
+		if s.Tmax > now {
+			subs = append(subs, s)
+		} else {
+			delete(o.cancel, s.Sid())
+		}
+	}
+	o.subs = subs
+	pubs := o.pubs[:0]
+	for _, p := range o.pubs {
+		if p.Tmax > now {
+			pubs = append(pubs, p)
+		}
+	}
+	o.pubs = pubs
+}
+
+// NewOracle returns an empty oracle stamping with clock.
+func NewOracle(clock Clock, limits Limits) *Oracle {
+	return &Oracle{clock: clock, limits: limits.WithDefaults(), cancel: map[string]bool{}}
+}
+
+// Subscribe implements Store.
+func (o *Oracle) Subscribe(_ context.Context, req *SubscribeRequest) (*SubscribeResult, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s, err := o.limits.NewSubscription(req, o.clock.Now())
+	if err != nil {
+		return nil, err
+	}
+	now := s.Ts
+	o.prune(now)
+	res := &SubscribeResult{Sub: s}
+	var prior []*Subscription
+	if s.SelfJoin {
+		for _, x := range o.subs {
+			if !o.cancel[x.Sid()] && x.Cell.Overlaps(s.Cell) {
+				prior = append(prior, x)
+			}
+		}
+	}
+	for _, p := range o.pubs {
+		if Match(p, &s, now) && !(s.SelfJoin && SelfJoinSeen(p, &s, prior)) {
+			res.Past = append(res.Past, *p)
+		}
+	}
+	if s.Tmax > now {
+		o.subs = append(o.subs, &s)
+		res.Stored = true
+	}
+	SortPublications(res.Past)
+	return res, nil
+}
+
+// Publish implements Store.
+func (o *Oracle) Publish(_ context.Context, req *PublishRequest) (*PublishResult, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	p, err := o.limits.NewPublication(req, o.clock.Now())
+	if err != nil {
+		return nil, err
+	}
+	now := p.Tp
+	o.prune(now)
+	res := &PublishResult{Pub: p}
+	for _, s := range o.subs {
+		if !o.cancel[s.Sid()] && Match(&p, s, now) {
+			res.Matches = append(res.Matches, *s)
+		}
+	}
+	if req.SelfJoin {
+		for _, q := range o.pubs {
+			if q.Tmax > now && q.Cell.Overlaps(p.Cell) {
+				res.Recent = append(res.Recent, *q)
+			}
+		}
+	}
+	if p.Tmax > now {
+		o.pubs = append(o.pubs, &p)
+		res.Stored = true
+	}
+	SortSubscriptions(res.Matches)
+	SortPublications(res.Recent)
+	return res, nil
+}
+
+// Unsubscribe implements Store.
+func (o *Oracle) Unsubscribe(_ context.Context, sid string) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	// Stamp first, as every store does, so clocks stay in step in tests.
+	now := o.clock.Now()
+	if _, _, err := ParseID(sid); err != nil {
+		return err
+	}
+	for _, s := range o.subs {
+		if s.Sid() == sid && !o.cancel[sid] && s.Tmax > now {
+			o.cancel[sid] = true
+			return nil
+		}
+	}
+	return ErrUnknownSid
+}
+
+// Close implements Store.
+func (o *Oracle) Close() error { return nil }

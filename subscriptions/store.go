@@ -1,0 +1,216 @@
+package subscriptions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+	"unicode/utf8"
+
+	"github.com/seed84792017/cellcast/dewey"
+)
+
+// SubscribeRequest asks for a subscription on Cell over [now−Past,
+// now+Future].
+type SubscribeRequest struct {
+	Uid          string
+	Cell         Cell
+	Past, Future time.Duration
+	SelfJoin     bool
+	Filter       Filter
+}
+
+// PublishRequest publishes at Cell, valid for Expires.
+type PublishRequest struct {
+	Uid      string
+	Cell     Cell
+	Expires  time.Duration
+	Desc     string
+	Attrs    map[string]string
+	SelfJoin bool
+}
+
+// SubscribeResult is what SUBSCRIBE returns: the subscription as stamped,
+// whether it was stored (its window reaches the future), and the stored
+// publications it matches, newest first.
+type SubscribeResult struct {
+	Sub    Subscription
+	Stored bool
+	Past   []Publication
+}
+
+// PublishResult is what PUBLISH returns: the publication as stamped,
+// whether it was stored, the live subscriptions it matches (newest first),
+// and for a self-join publish the cell's live publications (newest first).
+type PublishResult struct {
+	Pub     Publication
+	Stored  bool
+	Matches []Subscription
+	Recent  []Publication
+}
+
+// Store is what a storage architecture provides. All methods are safe for
+// concurrent use.
+type Store interface {
+	Subscribe(ctx context.Context, req *SubscribeRequest) (*SubscribeResult, error)
+	Publish(ctx context.Context, req *PublishRequest) (*PublishResult, error)
+	// Unsubscribe cancels a live subscription; ErrUnknownSid if there is
+	// none with that id.
+	Unsubscribe(ctx context.Context, sid string) error
+	Close() error
+}
+
+// Errors for bad requests; each wraps ErrBadRequest.
+var (
+	ErrBadRequest = errors.New("bad request")
+	ErrWindow     = fmt.Errorf("%w: window or expiry out of range", ErrBadRequest)
+	ErrCell       = fmt.Errorf("%w: invalid cell", ErrBadRequest)
+	ErrField      = fmt.Errorf("%w: invalid field", ErrBadRequest)
+	// ErrUnknownSid: no live subscription has this id.
+	ErrUnknownSid = errors.New("unknown subscription id")
+)
+
+// Limits bound requests. Zero fields take the defaults.
+type Limits struct {
+	MaxPast   time.Duration // default 1h
+	MaxFuture time.Duration // default 1h
+	MaxExpiry time.Duration // default 24h
+	MaxDepth  int           // cells at most this deep; default dewey.MaxGeoDepth
+	MaxUid    int           // bytes; default 256
+	MaxDesc   int           // bytes; default 4096
+	MaxAttrs  int           // entries; default 32
+	MaxAttr   int           // bytes per key or value; default 256
+}
+
+// WithDefaults fills unset fields.
+func (l Limits) WithDefaults() Limits {
+	if l.MaxPast == 0 {
+		l.MaxPast = time.Hour
+	}
+	if l.MaxFuture == 0 {
+		l.MaxFuture = time.Hour
+	}
+	if l.MaxExpiry == 0 {
+		l.MaxExpiry = 24 * time.Hour
+	}
+	if l.MaxDepth == 0 {
+		l.MaxDepth = dewey.MaxGeoDepth
+	}
+	if l.MaxUid == 0 {
+		l.MaxUid = 256
+	}
+	if l.MaxDesc == 0 {
+		l.MaxDesc = 4096
+	}
+	if l.MaxAttrs == 0 {
+		l.MaxAttrs = 32
+	}
+	if l.MaxAttr == 0 {
+		l.MaxAttr = 256
+	}
+	return l
+}
+
+func (l Limits) checkCell(c Cell) error {
+	if !c.NS.valid() {
+		return fmt.Errorf("%w: namespace %q", ErrCell, c.NS)
+	}
+	if err := c.ID.Validate(l.MaxDepth); err != nil {
+		return fmt.Errorf("%w: %w", ErrCell, err)
+	}
+	return nil
+}
+
+func (l Limits) checkText(field, s string, n int) error {
+	if len(s) > n {
+		return fmt.Errorf("%w: %s longer than %d bytes", ErrField, field, n)
+	}
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%w: %s is not UTF-8", ErrField, field)
+	}
+	return nil
+}
+
+func (l Limits) checkAttrs(field string, attrs map[string]string) error {
+	if len(attrs) > l.MaxAttrs {
+		return fmt.Errorf("%w: %d %s, limit %d", ErrField, len(attrs), field, l.MaxAttrs)
+	}
+	for k, v := range attrs {
+		if k == "" {
+			return fmt.Errorf("%w: empty %s key", ErrField, field)
+		}
+		if err := l.checkText(field+" key", k, l.MaxAttr); err != nil {
+			return err
+		}
+		if err := l.checkText(field+" value", v, l.MaxAttr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// NewSubscription validates req and stamps it at now.
+func (l Limits) NewSubscription(req *SubscribeRequest, now int64) (Subscription, error) {
+	switch {
+	case req.Past < 0 || req.Past > l.MaxPast:
+		return Subscription{}, fmt.Errorf("%w: past %v not in 0…%v", ErrWindow, req.Past, l.MaxPast)
+	case req.Future < 0 || req.Future > l.MaxFuture:
+		return Subscription{}, fmt.Errorf("%w: future %v not in 0…%v", ErrWindow, req.Future, l.MaxFuture)
+	}
+	if err := l.checkCell(req.Cell); err != nil {
+		return Subscription{}, err
+	}
+	if err := l.checkText("uid", req.Uid, l.MaxUid); err != nil {
+		return Subscription{}, err
+	}
+	if req.Uid == "" {
+		return Subscription{}, fmt.Errorf("%w: empty uid", ErrField)
+	}
+	if err := l.checkText("filter keyword", req.Filter.Keyword, l.MaxAttr); err != nil {
+		return Subscription{}, err
+	}
+	if err := l.checkAttrs("filter attrs", req.Filter.Attrs); err != nil {
+		return Subscription{}, err
+	}
+	return Subscription{
+		Uid: req.Uid, Cell: req.Cell, Ts: now, Tmin: now - int64(req.Past), Tmax: now + int64(req.Future),
+		SelfJoin: req.SelfJoin, Filter: req.Filter,
+	}, nil
+}
+
+// NewPublication validates req and stamps it at now.
+func (l Limits) NewPublication(req *PublishRequest, now int64) (Publication, error) {
+	if req.Expires < 0 || req.Expires > l.MaxExpiry {
+		return Publication{}, fmt.Errorf("%w: expiry %v not in 0…%v", ErrWindow, req.Expires, l.MaxExpiry)
+	}
+	if err := l.checkCell(req.Cell); err != nil {
+		return Publication{}, err
+	}
+	if req.Uid == "" {
+		return Publication{}, fmt.Errorf("%w: empty uid", ErrField)
+	}
+	if err := l.checkText("uid", req.Uid, l.MaxUid); err != nil {
+		return Publication{}, err
+	}
+	if err := l.checkText("desc", req.Desc, l.MaxDesc); err != nil {
+		return Publication{}, err
+	}
+	if err := l.checkAttrs("attrs", req.Attrs); err != nil {
+		return Publication{}, err
+	}
+	return Publication{Uid: req.Uid, Cell: req.Cell, Tp: now, Tmax: now + int64(req.Expires), Desc: req.Desc, Attrs: req.Attrs}, nil
+}
+
+// SortPublications orders newest first.
+func SortPublications(ps []Publication) {
+	sort.Slice(ps, func(i, j int) bool { return ps[i].Tp > ps[j].Tp })
+}
+
+// SortSubscriptions orders newest first.
+func SortSubscriptions(ss []Subscription) {
+	sort.Slice(ss, func(i, j int) bool { return ss[i].Ts > ss[j].Ts })
+}
+
+// CheckCell validates a cell as NewSubscription and NewPublication do.
+func (l Limits) CheckCell(c Cell) error { return l.checkCell(c) }

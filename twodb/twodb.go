@@ -1,0 +1,95 @@
+package twodb
+
+import (
+	"context"
+	"errors"
+
+	"github.com/seed84792017/cellcast/listdb"
+	"github.com/seed84792017/cellcast/lsm"
+	"github.com/seed84792017/cellcast/lsm/vfs"
+)
+
+// Open opens (or creates) a TwoDB store: dir/pubs and dir/subs.
+func Open(dir string, cfg listdb.Config, opts *lsm.Options) (*listdb.Store, error) {
+	o := cfg.DBOptions(opts)
+	pubs, err := lsm.Open(vfs.Join(dir, "pubs"), o)
+	if err != nil {
+		return nil, err
+	}
+	subs, err := lsm.Open(vfs.Join(dir, "subs"), o)
+	if err != nil {
+		pubs.Close()
+		return nil, err
+	}
+	st, err := listdb.NewStore(&backend{pubs: pubs, subs: subs}, cfg)
+	if err != nil {
+		pubs.Close()
+		subs.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+type backend struct{ pubs, subs *lsm.DB }
+
+func (b *backend) db(l listdb.List) *lsm.DB {
+	if l == listdb.Pubs {
+		return b.pubs
+	}
+	return b.subs
+}
+
+func (b *backend) Append(appends []listdb.Append, sync bool) error {
+	var batches [2]*lsm.Batch
+	for _, a := range appends {
+		if batches[a.List] == nil {
+			batches[a.List] = lsm.NewBatch()
+		}
+		if err := batches[a.List].Merge(a.Cell, a.Fragment); err != nil {
+			return err
+		}
+	}
+	for l, batch := range batches {
+		if batch != nil {
+			if err := b.db(listdb.List(l)).Apply(batch, &lsm.WriteOptions{Sync: sync}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (b *backend) Visit(cell, subtreeEnd []byte, lists listdb.Lists, filters []lsm.BlockPropertyFilter, fn func(listdb.List, *lsm.Fragment) lsm.VisitDecision) error {
+	o := &lsm.VisitOptions{Filters: filters}
+	for _, l := range []listdb.List{listdb.Pubs, listdb.Subs} {
+		if (l == listdb.Pubs && !lists.Pubs) || (l == listdb.Subs && !lists.Subs) {
+			continue
+		}
+		stopped := false
+		route := func(f *lsm.Fragment) lsm.VisitDecision {
+			d := fn(l, f)
+			stopped = d == lsm.VisitStop
+			return d
+		}
+		var err error
+		if subtreeEnd != nil {
+			err = b.db(l).VisitRange(cell, subtreeEnd, o, route)
+		} else {
+			err = b.db(l).VisitKey(cell, o, route)
+		}
+		if err != nil || stopped {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *backend) Meta() *lsm.DB { return b.pubs }
+func (b *backend) Flush() error  { return errors.Join(b.pubs.Flush(), b.subs.Flush()) }
+func (b *backend) Compact(ctx context.Context) error {
+	return errors.Join(b.pubs.Compact(ctx, nil, nil), b.subs.Compact(ctx, nil, nil))
+}
+func (b *backend) Metrics() []*lsm.Metrics {
+	return []*lsm.Metrics{b.pubs.Metrics(), b.subs.Metrics()}
+}
+func (b *backend) Close() error { return errors.Join(b.pubs.Close(), b.subs.Close()) }
