@@ -10,3 +10,14 @@ func TestDifferential(t *testing.T)      { storetest.Differential(t, Open) }
 func TestExpiredDataIsGone(t *testing.T) { storetest.ExpiredDataIsGone(t, Open) }
 
 func TestBadInput(t *testing.T) { storetest.BadInput(t, Open) }
+
+func BenchmarkSubHeavy(b *testing.B) { storetest.Bench(b, Open, storetest.Workload{SubsPerPub: 3}) }
+func BenchmarkPubHeavy(b *testing.B) {
+	storetest.Bench(b, Open, storetest.Workload{SubsPerPub: 1.0 / 3})
+}
+func BenchmarkSubHeavySelfJoin(b *testing.B) {
+	storetest.Bench(b, Open, storetest.Workload{SubsPerPub: 3, SelfJoin: true})
+}
+func BenchmarkPubHeavySelfJoin(b *testing.B) {
+	storetest.Bench(b, Open, storetest.Workload{SubsPerPub: 1.0 / 3, SelfJoin: true})
+}
