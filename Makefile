@@ -25,6 +25,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzTable$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./lsm/sstable
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEdit$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./lsm/internal/manifest
 	$(GO) test -run '^$$' -fuzz '^FuzzBatch$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./lsm
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./dewey
+	$(GO) test -run '^$$' -fuzz '^FuzzFragment$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./listdb
 
 # The storage engine benchmark against Pebble and goleveldb; prints the table
 # that docs/lsm-benchmarks.md holds (about 10 minutes).
