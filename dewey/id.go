@@ -251,6 +251,24 @@ func DecodePrefix(b []byte) (ID, []byte, error) {
 	return id, b, nil
 }
 
+// PrefixEnds calls fn with the end offset of each whole component at the
+// front of b: b[:end] is then the encoding of an ancestor-or-self id. It
+// stops at the first byte that cannot start a component.
+func PrefixEnds(b []byte, fn func(end int)) {
+	off := 0
+	for off < len(b) && b[off] > smallBase && b[off] < PastAll {
+		n := 1
+		if b[off] > smallMax+smallBase {
+			n += int(b[off] - longBase)
+		}
+		if off+n > len(b) {
+			return
+		}
+		off += n
+		fn(off)
+	}
+}
+
 // SubtreeEnd is the exclusive end of the key range holding id and all its
 // descendants (with any flag bytes appended): Encode(NextSibling(id)), or
 // Encode(Parent(id)) followed by PastAll when there is no next sibling.

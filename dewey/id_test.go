@@ -3,6 +3,7 @@ package dewey
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand"
 	"testing"
@@ -160,4 +161,20 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("decoded %v re-encodes to %x, not %x", id, id.Encode(), b)
 		}
 	})
+}
+
+func TestPrefixEnds(t *testing.T) {
+	id := MustParse("1.300.4.70000")
+	enc := append(id.Encode(), 0x01)
+	var got []string
+	PrefixEnds(enc, func(end int) {
+		d, err := Decode(enc[:end])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, d.String())
+	})
+	if want := "[1 1.300 1.300.4 1.300.4.70000]"; fmt.Sprint(got) != want {
+		t.Fatalf("got %v want %s", got, want)
+	}
 }

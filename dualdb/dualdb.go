@@ -8,9 +8,19 @@ import (
 )
 
 // Open opens (or creates) a DualDB store in dir. opts tunes the lsm engine;
-// the list merger, expiry filter and collector are added to it.
+// the list merger, expiry filter and collector are added to it. Unset
+// memtable and cache sizes default to twice the engine's, the memory TwoDB's
+// two engines have together.
 func Open(dir string, cfg listdb.Config, opts *lsm.Options) (*listdb.Store, error) {
-	db, err := lsm.Open(dir, cfg.DBOptions(opts))
+	o := cfg.DBOptions(opts)
+	if o.MemTableSize == 0 {
+		o.MemTableSize = 8 << 20
+	}
+	if o.BlockCacheSize == 0 && o.Cache == nil {
+		o.BlockCacheSize = 16 << 20
+	}
+	o.FilterPrefixes = listdb.FlaggedCellPrefixes
+	db, err := lsm.Open(dir, o)
 	if err != nil {
 		return nil, err
 	}
@@ -39,7 +49,15 @@ func (b *backend) Append(appends []listdb.Append, sync bool) error {
 }
 
 func (b *backend) Visit(cell, subtreeEnd []byte, lists listdb.Lists, filters []lsm.BlockPropertyFilter, fn func(listdb.List, *lsm.Fragment) lsm.VisitDecision) error {
-	o := &lsm.VisitOptions{Filters: filters}
+	// Every key visited starts with cell; the prefix bloom skips tables
+	// holding nothing under it, or nothing of the one list asked for.
+	o := &lsm.VisitOptions{Filters: filters, Prefix: cell}
+	switch {
+	case lists.Pubs && !lists.Subs:
+		o.Prefix = listdb.ListPrefix(cell, listdb.Pubs)
+	case lists.Subs && !lists.Pubs:
+		o.Prefix = listdb.ListPrefix(cell, listdb.Subs)
+	}
 	route := func(f *lsm.Fragment) lsm.VisitDecision {
 		l := listdb.List(f.Key[len(f.Key)-1])
 		if (l == listdb.Pubs && !lists.Pubs) || (l == listdb.Subs && !lists.Subs) {

@@ -90,7 +90,42 @@ func (c *Config) DBOptions(base *lsm.Options) *lsm.Options {
 	o.Merger = Merger
 	o.CompactionFilter = &ExpiryFilter{Now: c.now()}
 	o.BlockPropertyCollectors = append(o.BlockPropertyCollectors, NewNewestCollector)
+	o.FilterPrefixes = CellPrefixes
 	return &o
+}
+
+// CellPrefixes adds, for a list key (namespace byte, Dewey encoding, maybe a
+// flag), the key of every ancestor-or-self cell to the table's bloom filter:
+// a subtree scan then skips every table holding nothing under its cell.
+func CellPrefixes(key []byte, add func([]byte)) {
+	if len(key) == 0 || (key[0] != byte(subscriptions.NSCell) && key[0] != byte(subscriptions.NSTopic)) {
+		return
+	}
+	dewey.PrefixEnds(key[1:], func(end int) { add(key[:1+end]) })
+}
+
+// ListPrefix is the filter entry FlaggedCellPrefixes adds for the keys of
+// one list under cell.
+func ListPrefix(cell []byte, l List) []byte {
+	return append(append(make([]byte, 0, len(cell)+2), cell...), 0xFF, byte(l))
+}
+
+// FlaggedCellPrefixes is CellPrefixes for keys that end in a list flag (the
+// DualDB layout): besides each ancestor-or-self cell it adds that cell with
+// the list, so a scan that wants one list skips tables holding only the
+// other. 0xFF never begins a component, so these entries are not prefixes
+// of real keys.
+func FlaggedCellPrefixes(key []byte, add func([]byte)) {
+	if len(key) < 2 || (key[0] != byte(subscriptions.NSCell) && key[0] != byte(subscriptions.NSTopic)) {
+		return
+	}
+	flag := List(key[len(key)-1])
+	var buf []byte
+	dewey.PrefixEnds(key[1:], func(end int) {
+		add(key[:1+end])
+		buf = append(append(buf[:0], key[:1+end]...), 0xFF, byte(flag))
+		add(buf)
+	})
 }
 
 func (c *Config) now() func() int64 {

@@ -100,3 +100,38 @@ func TestBlockPropertiesThroughDB(t *testing.T) {
 		t.Fatalf("filtered visit read %d blocks, unfiltered %d: filter did not skip", someBlocks, allBlocks)
 	}
 }
+
+// A range visit with a Prefix skips tables whose filter lacks the prefix,
+// and still finds everything under a prefix that is present.
+func TestVisitPrefixSkipsTables(t *testing.T) {
+	opts := smallOptions(vfs.NewMem())
+	opts.FilterPrefixes = func(k []byte, add func([]byte)) {
+		for i := 1; i < len(k); i++ {
+			add(k[:i])
+		}
+	}
+	db := mustOpen(t, "/db", opts)
+	defer db.Close()
+	for i := 0; i < 20000; i++ {
+		// Groups "g0000/…" to "g0999/…", twenty keys each.
+		db.Set([]byte(fmt.Sprintf("g%04d/%02d", i%1000, i/1000)), []byte("v"), nil)
+	}
+	db.Compact(context.Background(), nil, nil)
+	read := func(prefix []byte) (int, int64) {
+		m0 := db.Metrics()
+		n := 0
+		hi := append(append([]byte(nil), prefix...), 0xff)
+		err := db.VisitRange(prefix, hi, &VisitOptions{Prefix: prefix}, func(*Fragment) VisitDecision { n++; return VisitContinue })
+		if err != nil {
+			t.Fatal(err)
+		}
+		m1 := db.Metrics()
+		return n, m1.BlocksFromCache + m1.BlocksFromDisk - m0.BlocksFromCache - m0.BlocksFromDisk
+	}
+	if n, _ := read([]byte("g0420/")); n != 20 {
+		t.Fatalf("found %d keys under g0420/, want 20", n)
+	}
+	if n, blocks := read([]byte("h0420/")); n != 0 || blocks != 0 {
+		t.Fatalf("absent prefix: %d keys, %d blocks read", n, blocks)
+	}
+}

@@ -145,6 +145,11 @@ type Options struct {
 	CompactionFilter CompactionFilter
 	// BlockPropertyCollectors make fresh collectors for each table written.
 	BlockPropertyCollectors []func() BlockPropertyCollector
+	// FilterPrefixes names extra strings of each key (typically prefixes,
+	// e.g. every ancestor of a hierarchical key) to add to table bloom
+	// filters; VisitOptions.Prefix then skips tables that hold no key with
+	// that prefix. It must be deterministic and safe for concurrent use.
+	FilterPrefixes func(userKey []byte, add func(prefix []byte))
 }
 
 // withDefaults returns a copy with every unset field at its default.
@@ -220,7 +225,7 @@ func (o *Options) maxBytesForLevel(level int) int64 {
 }
 
 func (o *Options) writerOptions() sstable.WriterOptions {
-	wo := sstable.WriterOptions{BlockSize: o.BlockSize, Compression: o.Compression, BloomBitsPerKey: o.BloomBitsPerKey}
+	wo := sstable.WriterOptions{BlockSize: o.BlockSize, Compression: o.Compression, BloomBitsPerKey: o.BloomBitsPerKey, FilterPrefixes: o.FilterPrefixes}
 	for _, mk := range o.BlockPropertyCollectors {
 		wo.Collectors = append(wo.Collectors, mk())
 	}

@@ -44,6 +44,10 @@ type VisitOptions struct {
 	Snapshot *Snapshot
 	// Filters skip tables and blocks by their block properties.
 	Filters []BlockPropertyFilter
+	// Prefix, for VisitRange, is a prefix every key of the range shares;
+	// tables whose bloom filter rules it out are skipped. Only useful when
+	// Options.FilterPrefixes adds that prefix.
+	Prefix []byte
 }
 
 // VisitKey calls fn for key's fragments from newest to oldest: the memtables
@@ -119,6 +123,10 @@ func (d *DB) VisitKey(key []byte, o *VisitOptions, fn func(*Fragment) VisitDecis
 // order and each key's fragments newest first. A key stops being visited
 // below its Set or Delete and once fn returns VisitSkipKey for it.
 func (d *DB) VisitRange(lo, hi []byte, o *VisitOptions, fn func(*Fragment) VisitDecision) error {
+	var prefix []byte
+	if o != nil {
+		prefix = o.Prefix
+	}
 	rs, seq, filters, err := d.visitSetup(o)
 	if err != nil {
 		return err
@@ -186,6 +194,10 @@ func (d *DB) VisitRange(lo, hi []byte, o *VisitOptions, fn func(*Fragment) Visit
 			r, release, err := d.tables.get(f)
 			if err != nil {
 				return err
+			}
+			if prefix != nil && !r.MayContain(prefix) {
+				release()
+				continue
 			}
 			in, err := r.TableIntersects(filters)
 			if err != nil || !in {

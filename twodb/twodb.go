@@ -60,7 +60,7 @@ func (b *backend) Append(appends []listdb.Append, sync bool) error {
 }
 
 func (b *backend) Visit(cell, subtreeEnd []byte, lists listdb.Lists, filters []lsm.BlockPropertyFilter, fn func(listdb.List, *lsm.Fragment) lsm.VisitDecision) error {
-	o := &lsm.VisitOptions{Filters: filters}
+	o := &lsm.VisitOptions{Filters: filters, Prefix: cell}
 	for _, l := range []listdb.List{listdb.Pubs, listdb.Subs} {
 		if (l == listdb.Pubs && !lists.Pubs) || (l == listdb.Subs && !lists.Subs) {
 			continue

@@ -20,6 +20,10 @@ type WriterOptions struct {
 	BloomBitsPerKey int
 	// Collectors are fresh block property collectors for this table.
 	Collectors []BlockPropertyCollector
+	// FilterPrefixes, when set, names extra byte strings (typically
+	// prefixes) of each user key to add to the bloom filter, so a reader
+	// can rule out a whole key range sharing that prefix.
+	FilterPrefixes func(userKey []byte, add func(prefix []byte))
 }
 
 func (o *WriterOptions) withDefaults() WriterOptions {
@@ -47,7 +51,9 @@ type Writer struct {
 	// marks where each ends.
 	filterKeys []byte
 	filterEnds []int
-	lastKey    []byte
+	// lastPrefixes are the filter prefixes most recently added.
+	lastPrefixes [][]byte
+	lastKey      []byte
 	keyBuf     []byte
 	hasLast    bool
 	smallest   base.InternalKey
@@ -78,8 +84,10 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 		w.smallest = key.Clone()
 	}
 	if !w.hasLast || !bytes.Equal(userKeyOf(w.lastKey), key.UserKey) {
-		w.filterKeys = append(w.filterKeys, key.UserKey...)
-		w.filterEnds = append(w.filterEnds, len(w.filterKeys))
+		w.addFilterKey(key.UserKey)
+		if w.opts.FilterPrefixes != nil {
+			w.opts.FilterPrefixes(key.UserKey, w.addFilterPrefix)
+		}
 	}
 	for _, c := range w.opts.Collectors {
 		if err := c.Add(key, value); err != nil {
@@ -105,6 +113,26 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 		return w.flushBlock()
 	}
 	return nil
+}
+
+func (w *Writer) addFilterKey(k []byte) {
+	w.filterKeys = append(w.filterKeys, k...)
+	w.filterEnds = append(w.filterEnds, len(w.filterKeys))
+}
+
+// addFilterPrefix adds a prefix unless the previous key already added it:
+// sorted keys share their prefixes with their neighbours.
+func (w *Writer) addFilterPrefix(p []byte) {
+	for _, q := range w.lastPrefixes {
+		if bytes.Equal(p, q) {
+			return
+		}
+	}
+	w.addFilterKey(p)
+	if len(w.lastPrefixes) >= 16 {
+		w.lastPrefixes = w.lastPrefixes[1:]
+	}
+	w.lastPrefixes = append(w.lastPrefixes, append([]byte(nil), p...))
 }
 
 // EstimatedSize is the file size if the table were finished now.
