@@ -54,10 +54,10 @@ type Writer struct {
 	// lastPrefixes are the filter prefixes most recently added.
 	lastPrefixes [][]byte
 	lastKey      []byte
-	keyBuf     []byte
-	hasLast    bool
-	smallest   base.InternalKey
-	err        error
+	keyBuf       []byte
+	hasLast      bool
+	smallest     base.InternalKey
+	err          error
 }
 
 // NewWriter starts a table at the beginning of w.
