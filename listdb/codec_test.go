@@ -45,7 +45,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 
 func TestExpiryFilter(t *testing.T) {
 	now := int64(1000)
-	f := &ExpiryFilter{Now: func() int64 { return now }}
+	f := &ExpiryFilter{Now: func() int64 { return now + ExpiryGrace }}
 	live := subscriptions.Publication{Uid: "u", Cell: cell, Tp: 10, Tmax: 2000}
 	dead := subscriptions.Publication{Uid: "u", Cell: cell, Tp: 5, Tmax: 900}
 	sub := subscriptions.Subscription{Uid: "u", Cell: cell, Ts: 20, Tmin: 0, Tmax: 3000}

@@ -3,6 +3,7 @@ package listdb
 import (
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	"github.com/seed84792017/cellcast/lsm"
 )
@@ -50,10 +51,16 @@ func rebuild(recs [][]byte, h header) []byte {
 // ExpiryFilter drops records whose Tmax has passed and every cancelled
 // subscription whose cancel sits in the same value (both go). A fragment
 // whose header says everything expired is dropped without being decoded.
-// Now reads the broker's current time without taking a stamp.
+// Now reads the broker's current time without taking a stamp. A record
+// goes only once it expired more than ExpiryGrace ago: an operation
+// stamped a moment earlier may still be reading it.
 type ExpiryFilter struct {
 	Now func() int64
 }
+
+// ExpiryGrace is how long past its Tmax a record stays for operations in
+// flight.
+const ExpiryGrace = int64(time.Second)
 
 // Filter implements lsm.CompactionFilter.
 func (f *ExpiryFilter) Filter(_ int, _ []byte, _ lsm.Kind, v []byte) (lsm.FilterDecision, []byte) {
@@ -62,15 +69,15 @@ func (f *ExpiryFilter) Filter(_ int, _ []byte, _ lsm.Kind, v []byte) (lsm.Filter
 		// Not ours to judge: keep it, reads will report the damage.
 		return lsm.FilterKeep, nil
 	}
-	now := f.Now()
-	if h.maxTmax <= now {
+	now := f.Now() - ExpiryGrace
+	if h.maxTmax < now {
 		return lsm.FilterRemove, nil
 	}
 	var cancels map[int64]bool
 	dropped := false
 	// Cancels are newer than what they cancel, so they come first.
 	err = forEach(v, func(r *Rec) bool {
-		if r.Tmax <= now {
+		if r.Tmax < now {
 			dropped = true
 		} else if r.Kind == KindCancel {
 			if cancels == nil {
@@ -99,7 +106,7 @@ func (f *ExpiryFilter) Filter(_ int, _ []byte, _ lsm.Kind, v []byte) (lsm.Filter
 	var nh header
 	forEach(v, func(r *Rec) bool {
 		switch {
-		case r.Tmax <= now:
+		case r.Tmax < now:
 		case r.Kind == KindCancel && cancels[r.Aux]:
 		case r.Kind == KindSubscription && cancels[r.T]:
 		default:

@@ -344,7 +344,7 @@ func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequ
 	subBound := now - int64(st.limits.MaxFuture)
 	err = st.scan(s.Cell, Lists{Pubs: true, Subs: s.SelfJoin}, s.Tmin, subBound, func(l List, r *Rec) error {
 		// Records stamped after this one report the pair themselves.
-		if r.T >= now || r.Tmax <= now || seen[r.T] {
+		if r.T >= now || r.Tmax < now || seen[r.T] {
 			return nil
 		}
 		switch {
@@ -413,7 +413,7 @@ func (st *Store) Publish(ctx context.Context, req *subscriptions.PublishRequest)
 	subBound := now - int64(st.limits.MaxFuture)
 	pubBound := now - int64(st.limits.MaxExpiry)
 	err = st.scan(p.Cell, Lists{Subs: true, Pubs: req.SelfJoin}, pubBound, subBound, func(l List, r *Rec) error {
-		if r.T >= now || r.Tmax <= now || seen[r.T] {
+		if r.T >= now || r.Tmax < now || seen[r.T] {
 			return nil
 		}
 		switch {
@@ -490,7 +490,7 @@ func (st *Store) Unsubscribe(ctx context.Context, sid string) error {
 	if err != nil {
 		return err
 	}
-	if found == nil || cancelled || found.Tmax <= now {
+	if found == nil || cancelled || found.Tmax < now {
 		return fmt.Errorf("%w: %s", subscriptions.ErrUnknownSid, sid)
 	}
 	return st.write(Subs, keys, EncodeCancel(now, ts, found.Tmax), now)

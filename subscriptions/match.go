@@ -2,11 +2,15 @@ package subscriptions
 
 // Match is the matching rule of DESIGN.md at time now: the cells overlap,
 // the publication falls in the subscription's window, neither has expired
-// and the filter accepts. Cancellation is the caller's to check.
+// and the filter accepts. A record is live (not expired) while Tmax ≥ now,
+// so a subscription without a future window is a historic query and a
+// publication without an expiry reaches the live subscriptions of its
+// instant; neither is stored (storing needs Tmax > now). Cancellation is
+// the caller's to check.
 func Match(p *Publication, s *Subscription, now int64) bool {
 	return p.Cell.Overlaps(s.Cell) &&
 		s.Tmin <= p.Tp && p.Tp <= s.Tmax &&
-		p.Tmax > now && s.Tmax > now &&
+		p.Tmax >= now && s.Tmax >= now &&
 		s.Filter.Accepts(p)
 }
 
@@ -20,7 +24,7 @@ func Met(p *Publication, s *Subscription) bool { return Match(p, s, max(p.Tp, s.
 // user's uncancelled subscriptions stored in cells overlapping s's).
 func SelfJoinSeen(p *Publication, s *Subscription, prior []*Subscription) bool {
 	for _, o := range prior {
-		if o.Uid == s.Uid && o.Ts < s.Ts && o.Tmax > s.Ts && o.Cell.Overlaps(s.Cell) && Met(p, o) {
+		if o.Uid == s.Uid && o.Ts < s.Ts && o.Tmax >= s.Ts && o.Cell.Overlaps(s.Cell) && Met(p, o) {
 			return true
 		}
 	}

@@ -18,7 +18,7 @@ type Oracle struct {
 	ops    int
 }
 
-// prune forgets expired records: every rule needs Tmax > now, and the clock
+// prune forgets expired records: every rule needs Tmax ≥ now, and the clock
 // only moves forward, so they can never match again.
 func (o *Oracle) prune(now int64) {
 	if o.ops++; o.ops%1024 != 0 {
@@ -26,7 +26,7 @@ func (o *Oracle) prune(now int64) {
 	}
 	subs := o.subs[:0]
 	for _, s := range o.subs {
-		if s.Tmax > now {
+		if s.Tmax >= now {
 			subs = append(subs, s)
 		} else {
 			delete(o.cancel, s.Sid())
@@ -35,7 +35,7 @@ func (o *Oracle) prune(now int64) {
 	o.subs = subs
 	pubs := o.pubs[:0]
 	for _, p := range o.pubs {
-		if p.Tmax > now {
+		if p.Tmax >= now {
 			pubs = append(pubs, p)
 		}
 	}
@@ -97,7 +97,7 @@ func (o *Oracle) Publish(_ context.Context, req *PublishRequest) (*PublishResult
 	}
 	if req.SelfJoin {
 		for _, q := range o.pubs {
-			if q.Tmax > now && q.Cell.Overlaps(p.Cell) {
+			if q.Tmax >= now && q.Cell.Overlaps(p.Cell) {
 				res.Recent = append(res.Recent, *q)
 			}
 		}
@@ -121,7 +121,7 @@ func (o *Oracle) Unsubscribe(_ context.Context, sid string) error {
 		return err
 	}
 	for _, s := range o.subs {
-		if s.Sid() == sid && !o.cancel[sid] && s.Tmax > now {
+		if s.Sid() == sid && !o.cancel[sid] && s.Tmax >= now {
 			o.cancel[sid] = true
 			return nil
 		}

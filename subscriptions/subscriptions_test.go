@@ -49,10 +49,10 @@ func TestMatchEdges(t *testing.T) {
 		t.Fatal("publication before Tmin matched")
 	}
 	p.Tp = 110
-	if !Match(&p, &s, 109) || Match(&p, &s, 110) {
-		t.Fatal("subscription expiry: live at 109, expired at 110")
+	if !Match(&p, &s, 110) || Match(&p, &s, 111) {
+		t.Fatal("subscription expiry: live at 110, expired at 111")
 	}
-	p.Tp, p.Tmax = 95, 100
+	p.Tp, p.Tmax = 95, 99
 	if Match(&p, &s, 100) {
 		t.Fatal("expired publication matched")
 	}
