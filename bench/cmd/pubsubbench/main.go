@@ -1,0 +1,199 @@
+// Command pubsubbench reproduces the in-process experiments of thesis
+// Fig. 4.8–4.12 on Cellcast's storage architectures: SUBSCRIBE/PUBLISH mixes
+// on the 500×500 grid over New York (±10 s windows, 20 s expiry), simple and
+// self-join, subscription-heavy (3:1) and publication-heavy (1:3), and the
+// quad tree (depth 5, deeper levels likelier) with variable against fixed
+// granularity. It prints mean µs per operation for every million operations
+// as a markdown table.
+//
+// Time is simulated: the broker clock advances 10 µs per operation (100k
+// operations per second), so the live data set is that of a broker at that
+// rate whatever this machine's speed.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/seed84792017/cellcast/bench/repqueries"
+	"github.com/seed84792017/cellcast/dewey"
+	"github.com/seed84792017/cellcast/dualdb"
+	"github.com/seed84792017/cellcast/listdb"
+	"github.com/seed84792017/cellcast/subscriptions"
+	"github.com/seed84792017/cellcast/twodb"
+)
+
+var (
+	ops       = flag.Int("ops", 2_000_000, "operations per run")
+	only      = flag.String("only", "", "run only workloads whose name contains this")
+	onlyStore = flag.String("store", "", "run only stores whose name contains this")
+	tr        = flag.Duration("tr", time.Second, "RepQueries re-query period T_R")
+	tick      = flag.Duration("tick", 10*time.Microsecond, "simulated time per operation")
+	chunk     = flag.Int("chunk", 1_000_000, "report a mean every this many operations")
+)
+
+type store interface {
+	Subscribe(context.Context, *subscriptions.SubscribeRequest) (*subscriptions.SubscribeResult, error)
+	Publish(context.Context, *subscriptions.PublishRequest) (*subscriptions.PublishResult, error)
+	Close() error
+}
+
+type workload struct {
+	name       string
+	subsPerPub float64
+	selfJoin   bool
+	quad       bool // quad tree depth 5 instead of the grid
+	stores     []string
+	// scale divides -ops and -chunk: operations high in the tree scan and
+	// return a large part of all live data, so these runs are costly.
+	scale int
+}
+
+var workloads = []workload{
+	{"simple sub-heavy 3:1", 3, false, false, []string{"dualdb", "twodb", "repqueries"}, 1},
+	{"simple pub-heavy 1:3", 1.0 / 3, false, false, []string{"dualdb", "twodb", "repqueries"}, 1},
+	{"self-join sub-heavy 3:1", 3, true, false, []string{"dualdb", "twodb"}, 1},
+	{"self-join pub-heavy 1:3", 1.0 / 3, true, false, []string{"dualdb", "twodb"}, 1},
+	{"quad tree d=5 sub-heavy 3:1", 3, false, true, []string{"dualdb variable", "dualdb fixed"}, 20},
+}
+
+func open(name, dir string, clock *subscriptions.FakeClock, tree *dewey.QuadTree) (store, func(int64) error, error) {
+	cfg := listdb.Config{Clock: clock, Now: clock.Peek}
+	noTick := func(int64) error { return nil }
+	switch name {
+	case "dualdb", "dualdb variable":
+		s, err := dualdb.Open(dir, cfg, nil)
+		return s, noTick, err
+	case "dualdb fixed":
+		cfg.Granularity, cfg.Tree, cfg.LeafDepth = listdb.Fixed, tree, 5
+		s, err := dualdb.Open(dir, cfg, nil)
+		return s, noTick, err
+	case "twodb":
+		s, err := twodb.Open(dir, cfg, nil)
+		return s, noTick, err
+	case "repqueries":
+		s, err := repqueries.Open(dir, cfg, nil, *tr)
+		if err != nil {
+			return nil, nil, err
+		}
+		return s, func(now int64) error { return s.Tick(context.Background(), now) }, nil
+	}
+	return nil, nil, fmt.Errorf("unknown store %q", name)
+}
+
+// cellSource draws operation cells: uniform points, mapped to the grid or to
+// the quad tree at a depth where level i of 5 has probability ∝ 2^i.
+type cellSource struct {
+	rng  *rand.Rand
+	grid *dewey.Grid
+	tree *dewey.QuadTree
+	quad bool
+}
+
+func (c *cellSource) next() subscriptions.Cell {
+	b := dewey.NewYorkState
+	lat := b.MinLat + c.rng.Float64()*(b.MaxLat-b.MinLat)
+	lng := b.MinLng + c.rng.Float64()*(b.MaxLng-b.MinLng)
+	if !c.quad {
+		id, _ := c.grid.Cell(lat, lng)
+		return subscriptions.Cell{NS: subscriptions.NSCell, ID: id}
+	}
+	// P(depth = i) ∝ 1/2^(5−i) for i = 1…5.
+	r := c.rng.Float64() * 31
+	depth, w := 5, 16.0
+	for depth > 1 && r >= w {
+		r -= w
+		depth--
+		w /= 2
+	}
+	id, _ := c.tree.Cell(lat, lng, depth)
+	return subscriptions.Cell{NS: subscriptions.NSCell, ID: id}
+}
+
+func run(w workload, name string, tree *dewey.QuadTree, grid *dewey.Grid) ([]float64, error) {
+	dir, err := os.MkdirTemp("", "pubsubbench")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	clock := subscriptions.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	st, tickFn, err := open(name, dir, clock, tree)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	cells := &cellSource{rng: rand.New(rand.NewSource(1)), grid: grid, tree: tree, quad: w.quad}
+	pSub := w.subsPerPub / (1 + w.subsPerPub)
+	ctx := context.Background()
+	sub := &subscriptions.SubscribeRequest{Uid: "u", Past: 10 * time.Second, Future: 10 * time.Second, SelfJoin: w.selfJoin}
+	pub := &subscriptions.PublishRequest{Uid: "p", Expires: 20 * time.Second, Desc: "accident on the thruway", SelfJoin: w.selfJoin}
+	var means []float64
+	start := time.Now()
+	nops, nchunk := *ops/w.scale, *chunk/w.scale
+	for i := 1; i <= nops; i++ {
+		clock.Advance(*tick)
+		if cells.rng.Float64() < pSub {
+			sub.Cell = cells.next()
+			_, err = st.Subscribe(ctx, sub)
+		} else {
+			pub.Cell = cells.next()
+			_, err = st.Publish(ctx, pub)
+		}
+		if err == nil {
+			err = tickFn(clock.Peek())
+		}
+		if err != nil {
+			return nil, err
+		}
+		if i%nchunk == 0 || i == nops {
+			n := i % nchunk
+			if n == 0 {
+				n = nchunk
+			}
+			means = append(means, float64(time.Since(start).Microseconds())/float64(n))
+			start = time.Now()
+		}
+	}
+	return means, nil
+}
+
+func main() {
+	flag.Parse()
+	grid, _ := dewey.NewGrid(dewey.NewYorkState, 500, 500)
+	tree, _ := dewey.NewQuadTree(dewey.NewYorkState, 5)
+	fmt.Printf("%d operations per run (quad tree runs: 1/20 of that), simulated clock %v per operation; mean µs/op per %d operations (1/20 for the quad tree).\n\n", *ops, *tick, *chunk)
+	fmt.Println("| workload | store | µs/op per chunk | overall µs/op | ops/s | vs first store |")
+	fmt.Println("|---|---|---|---:|---:|---:|")
+	for _, w := range workloads {
+		if *only != "" && !strings.Contains(w.name, *only) {
+			continue
+		}
+		var first float64
+		for _, name := range w.stores {
+			if *onlyStore != "" && !strings.Contains(name, *onlyStore) {
+				continue
+			}
+			means, err := run(w, name, tree, grid)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "pubsubbench:", w.name, name, err)
+				os.Exit(1)
+			}
+			var sum float64
+			parts := make([]string, len(means))
+			for j, m := range means {
+				sum += m
+				parts[j] = fmt.Sprintf("%.1f", m)
+			}
+			overall := sum / float64(len(means))
+			if first == 0 {
+				first = overall
+			}
+			fmt.Printf("| %s | %s | %s | %.2f | %.0f | %.2f× |\n", w.name, name, strings.Join(parts, " "), overall, 1e6/overall, overall/first)
+		}
+	}
+}
