@@ -49,34 +49,40 @@ func (b *backend) Append(appends []listdb.Append, sync bool) error {
 }
 
 func (b *backend) Visit(cell, subtreeEnd []byte, lists listdb.Lists, filters []lsm.BlockPropertyFilter, fn func(listdb.List, *lsm.Fragment) lsm.VisitDecision) error {
-	// Every key visited starts with cell; the prefix bloom skips tables
-	// holding nothing under it, or nothing of the one list asked for.
-	o := &lsm.VisitOptions{Filters: filters, Prefix: cell}
-	switch {
-	case lists.Pubs && !lists.Subs:
-		o.Prefix = listdb.ListPrefix(cell, listdb.Pubs)
-	case lists.Subs && !lists.Pubs:
-		o.Prefix = listdb.ListPrefix(cell, listdb.Subs)
-	}
+	stopped := false
 	route := func(f *lsm.Fragment) lsm.VisitDecision {
 		l := listdb.List(f.Key[len(f.Key)-1])
 		if (l == listdb.Pubs && !lists.Pubs) || (l == listdb.Subs && !lists.Subs) {
 			return lsm.VisitSkipKey
 		}
-		return fn(l, f)
+		d := fn(l, f)
+		stopped = d == lsm.VisitStop
+		return d
 	}
+	// The cell's own lists: point reads with full-key bloom filters, or
+	// for a self-join both adjacent keys in one pass.
+	var err error
 	switch {
-	case subtreeEnd != nil:
-		return b.db.VisitRange(cell, subtreeEnd, o, route)
 	case lists.Pubs && lists.Subs:
-		// Both lists of one cell: two adjacent keys, one pass.
-		return b.db.VisitRange(key(cell, listdb.Pubs), key(cell, listdb.Subs+1), o, route)
+		err = b.db.VisitRange(key(cell, listdb.Pubs), key(cell, listdb.Subs+1), &lsm.VisitOptions{Filters: filters}, route)
 	case lists.Pubs:
-		return b.db.VisitKey(key(cell, listdb.Pubs), o, route)
+		err = b.db.VisitKey(key(cell, listdb.Pubs), &lsm.VisitOptions{Filters: filters}, route)
 	case lists.Subs:
-		return b.db.VisitKey(key(cell, listdb.Subs), o, route)
+		err = b.db.VisitKey(key(cell, listdb.Subs), &lsm.VisitOptions{Filters: filters}, route)
 	}
-	return nil
+	if err != nil || stopped || subtreeEnd == nil {
+		return err
+	}
+	// The descendants: one range, skipping tables with nothing under the
+	// cell (of the one list wanted).
+	o := &lsm.VisitOptions{Filters: filters, Prefix: listdb.DescendantsPrefix(cell, false, 0)}
+	switch {
+	case lists.Pubs && !lists.Subs:
+		o.Prefix = listdb.DescendantsPrefix(cell, true, listdb.Pubs)
+	case lists.Subs && !lists.Pubs:
+		o.Prefix = listdb.DescendantsPrefix(cell, true, listdb.Subs)
+	}
+	return b.db.VisitRange(key(cell, listdb.Subs+1), subtreeEnd, o, route)
 }
 
 func (b *backend) Meta() *lsm.DB                     { return b.db }

@@ -21,3 +21,6 @@ func BenchmarkSubHeavySelfJoin(b *testing.B) {
 func BenchmarkPubHeavySelfJoin(b *testing.B) {
 	storetest.Bench(b, Open, storetest.Workload{SubsPerPub: 1.0 / 3, SelfJoin: true})
 }
+
+// go test ./dualdb -run TestRSS -store.rss=10000000 -timeout 60m
+func TestRSS(t *testing.T) { storetest.RSS(t, Open) }

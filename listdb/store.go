@@ -94,38 +94,45 @@ func (c *Config) DBOptions(base *lsm.Options) *lsm.Options {
 	return &o
 }
 
-// CellPrefixes adds, for a list key (namespace byte, Dewey encoding, maybe a
-// flag), the key of every ancestor-or-self cell to the table's bloom filter:
-// a subtree scan then skips every table holding nothing under its cell.
-func CellPrefixes(key []byte, add func([]byte)) {
-	if len(key) == 0 || (key[0] != byte(subscriptions.NSCell) && key[0] != byte(subscriptions.NSTopic)) {
-		return
+// Filter entries for subtree scans. A scan of a cell's subtree reads the
+// cell's own lists with point lookups (full-key bloom filters) and its
+// descendants with a range visit gated by DescendantsPrefix: for every key,
+// each proper ancestor cell a is added as a‖0xFE (and, for keys ending in a
+// list flag, a‖0xFE‖flag). 0xFE never begins a component, so no entry is a
+// prefix of a real key.
+const descMarker = 0xFE
+
+// DescendantsPrefix is the filter entry present in a table holding any key
+// strictly under cell (of list l, when flagged).
+func DescendantsPrefix(cell []byte, flagged bool, l List) []byte {
+	out := append(append(make([]byte, 0, len(cell)+2), cell...), descMarker)
+	if flagged {
+		out = append(out, byte(l))
 	}
-	dewey.PrefixEnds(key[1:], func(end int) { add(key[:1+end]) })
+	return out
 }
 
-// ListPrefix is the filter entry FlaggedCellPrefixes adds for the keys of
-// one list under cell.
-func ListPrefix(cell []byte, l List) []byte {
-	return append(append(make([]byte, 0, len(cell)+2), cell...), 0xFF, byte(l))
-}
+// CellPrefixes adds the descendant markers of a TwoDB list key.
+func CellPrefixes(key []byte, add func([]byte)) { cellPrefixes(key, false, add) }
 
-// FlaggedCellPrefixes is CellPrefixes for keys that end in a list flag (the
-// DualDB layout): besides each ancestor-or-self cell it adds that cell with
-// the list, so a scan that wants one list skips tables holding only the
-// other. 0xFF never begins a component, so these entries are not prefixes
-// of real keys.
-func FlaggedCellPrefixes(key []byte, add func([]byte)) {
+// FlaggedCellPrefixes adds the descendant markers of a DualDB list key,
+// per list.
+func FlaggedCellPrefixes(key []byte, add func([]byte)) { cellPrefixes(key, true, add) }
+
+func cellPrefixes(key []byte, flagged bool, add func([]byte)) {
 	if len(key) < 2 || (key[0] != byte(subscriptions.NSCell) && key[0] != byte(subscriptions.NSTopic)) {
 		return
 	}
-	flag := List(key[len(key)-1])
+	var ends []int
+	dewey.PrefixEnds(key[1:], func(end int) { ends = append(ends, 1+end) })
 	var buf []byte
-	dewey.PrefixEnds(key[1:], func(end int) {
-		add(key[:1+end])
-		buf = append(append(buf[:0], key[:1+end]...), 0xFF, byte(flag))
+	for _, e := range ends[:max(len(ends)-1, 0)] { // proper ancestors only
+		buf = append(append(buf[:0], key[:e]...), descMarker)
 		add(buf)
-	})
+		if flagged {
+			add(append(buf, key[len(key)-1]))
+		}
+	}
 }
 
 func (c *Config) now() func() int64 {

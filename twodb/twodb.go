@@ -60,7 +60,10 @@ func (b *backend) Append(appends []listdb.Append, sync bool) error {
 }
 
 func (b *backend) Visit(cell, subtreeEnd []byte, lists listdb.Lists, filters []lsm.BlockPropertyFilter, fn func(listdb.List, *lsm.Fragment) lsm.VisitDecision) error {
-	o := &lsm.VisitOptions{Filters: filters, Prefix: cell}
+	own := &lsm.VisitOptions{Filters: filters}
+	desc := &lsm.VisitOptions{Filters: filters, Prefix: listdb.DescendantsPrefix(cell, false, 0)}
+	// Descendant keys extend cell with at least one component byte (≥ 0x02).
+	descStart := append(append(make([]byte, 0, len(cell)+1), cell...), 0x02)
 	for _, l := range []listdb.List{listdb.Pubs, listdb.Subs} {
 		if (l == listdb.Pubs && !lists.Pubs) || (l == listdb.Subs && !lists.Subs) {
 			continue
@@ -71,11 +74,9 @@ func (b *backend) Visit(cell, subtreeEnd []byte, lists listdb.Lists, filters []l
 			stopped = d == lsm.VisitStop
 			return d
 		}
-		var err error
-		if subtreeEnd != nil {
-			err = b.db(l).VisitRange(cell, subtreeEnd, o, route)
-		} else {
-			err = b.db(l).VisitKey(cell, o, route)
+		err := b.db(l).VisitKey(cell, own, route)
+		if err == nil && !stopped && subtreeEnd != nil {
+			err = b.db(l).VisitRange(descStart, subtreeEnd, desc, route)
 		}
 		if err != nil || stopped {
 			return err

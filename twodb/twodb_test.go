@@ -21,3 +21,5 @@ func BenchmarkSubHeavySelfJoin(b *testing.B) {
 func BenchmarkPubHeavySelfJoin(b *testing.B) {
 	storetest.Bench(b, Open, storetest.Workload{SubsPerPub: 1.0 / 3, SelfJoin: true})
 }
+
+func TestRSS(t *testing.T) { storetest.RSS(t, Open) }

@@ -116,12 +116,12 @@ func (b pubsOnly) Visit(cell, subtreeEnd []byte, lists listdb.Lists, filters []l
 	if !lists.Pubs {
 		return nil
 	}
-	o := &lsm.VisitOptions{Filters: filters, Prefix: cell}
 	visit := func(f *lsm.Fragment) lsm.VisitDecision { return fn(listdb.Pubs, f) }
-	if subtreeEnd != nil {
-		return b.db.VisitRange(cell, subtreeEnd, o, visit)
+	if err := b.db.VisitKey(cell, &lsm.VisitOptions{Filters: filters}, visit); err != nil || subtreeEnd == nil {
+		return err
 	}
-	return b.db.VisitKey(cell, o, visit)
+	o := &lsm.VisitOptions{Filters: filters, Prefix: listdb.DescendantsPrefix(cell, false, 0)}
+	return b.db.VisitRange(append(append([]byte(nil), cell...), 0x02), subtreeEnd, o, visit)
 }
 
 func (b pubsOnly) Meta() *lsm.DB                     { return b.db }
