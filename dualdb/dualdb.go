@@ -8,17 +8,10 @@ import (
 )
 
 // Open opens (or creates) a DualDB store in dir. opts tunes the lsm engine;
-// the list merger, expiry filter and collector are added to it. Unset
-// memtable and cache sizes default to twice the engine's, the memory TwoDB's
-// two engines have together.
+// the list merger, expiry filter and collector are added to it, and unset
+// memtable and cache sizes get the store's whole default budget.
 func Open(dir string, cfg listdb.Config, opts *lsm.Options) (*listdb.Store, error) {
-	o := cfg.DBOptions(opts)
-	if o.MemTableSize == 0 {
-		o.MemTableSize = 8 << 20
-	}
-	if o.BlockCacheSize == 0 && o.Cache == nil {
-		o.BlockCacheSize = 16 << 20
-	}
+	o := cfg.DBOptions(opts, 1)
 	o.FilterPrefixes = listdb.FlaggedCellPrefixes
 	db, err := lsm.Open(dir, o)
 	if err != nil {

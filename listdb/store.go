@@ -80,12 +80,27 @@ type Config struct {
 	MaxTopicDepth int
 }
 
+// A store's default memory budget, shared by its engines: memtables and
+// block cache. The same total for every architecture keeps comparisons fair.
+const (
+	DefaultMemTableBudget = 8 << 20
+	DefaultCacheBudget    = 64 << 20
+)
+
 // DBOptions returns lsm options with the list merger, the expiry filter and
-// the newest-time collector, on top of base (may be nil).
-func (c *Config) DBOptions(base *lsm.Options) *lsm.Options {
+// the newest-time collector, on top of base (may be nil). Unset memtable
+// and cache sizes get this engine's share of the default budget among
+// engines engines.
+func (c *Config) DBOptions(base *lsm.Options, engines int) *lsm.Options {
 	var o lsm.Options
 	if base != nil {
 		o = *base
+	}
+	if o.MemTableSize == 0 {
+		o.MemTableSize = DefaultMemTableBudget / int64(engines)
+	}
+	if o.BlockCacheSize == 0 && o.Cache == nil {
+		o.BlockCacheSize = DefaultCacheBudget / int64(engines)
 	}
 	o.Merger = Merger
 	o.CompactionFilter = &ExpiryFilter{Now: c.now()}

@@ -275,7 +275,7 @@ func (d *DB) writeGroup(group []*writer) error {
 		}
 		// makeRoomForWrite reserved room, so a full memtable here is a bug;
 		// refuse further writes rather than lose the entry.
-		err = applyBatch(mem.Memtable, o.batch)
+		err = applyBatch(mem.Memtable, o.batch, d.opts.FilterPrefixes)
 	}
 	d.m.userBytes.Add(int64(len(rec)))
 	d.m.walBytes.Add(int64(len(rec)))
@@ -294,7 +294,9 @@ func putCount(rec []byte, n uint32) {
 	rec[8], rec[9], rec[10], rec[11] = byte(n), byte(n>>8), byte(n>>16), byte(n>>24)
 }
 
-func applyBatch(m *memtable.Memtable, b *Batch) error {
+// applyBatch adds a batch's entries to a memtable, with each key's filter
+// prefixes in the memtable's filter.
+func applyBatch(m *memtable.Memtable, b *Batch, prefixes func([]byte, func([]byte))) error {
 	r, err := newBatchReader(b.data)
 	if err != nil {
 		return err
@@ -304,6 +306,9 @@ func applyBatch(m *memtable.Memtable, b *Batch) error {
 		kind, key, value, ok, err := r.next()
 		if err != nil || !ok {
 			return err
+		}
+		if prefixes != nil {
+			prefixes(key, m.AddFilterKey)
 		}
 		if err := m.Add(seq, kind, key, value); err != nil {
 			return err

@@ -262,12 +262,18 @@ func (d *DB) replayWAL(num uint64) error {
 			if !ok {
 				break
 			}
+			if d.opts.FilterPrefixes != nil {
+				d.opts.FilterPrefixes(key, mem.AddFilterKey)
+			}
 			if err := mem.Add(seq, kind, key, value); err == memtable.ErrFull {
 				if err := flush(); err != nil {
 					return err
 				}
 				if need := memtable.EntrySize(len(key), len(value)); need > mem.Free() {
 					mem = memtable.New(need)
+				}
+				if d.opts.FilterPrefixes != nil {
+					d.opts.FilterPrefixes(key, mem.AddFilterKey)
 				}
 				if err := mem.Add(seq, kind, key, value); err != nil {
 					return err

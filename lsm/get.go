@@ -45,6 +45,9 @@ func (d *DB) get(key []byte, seq uint64) ([]byte, error) {
 	defer rs.unref()
 	g := getState{key: key, seq: seq}
 	for _, m := range rs.mems {
+		if !m.MayContain(key) {
+			continue
+		}
 		it := m.NewIter()
 		for it.SeekGE(key); it.Valid() && bytes.Equal(it.Key().UserKey, key); it.Next() {
 			if k := it.Key(); k.Seq() <= seq && g.add(k, it.Value()) {

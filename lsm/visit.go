@@ -69,6 +69,9 @@ func (d *DB) VisitKey(key []byte, o *VisitOptions, fn func(*Fragment) VisitDecis
 		return fn(&fr) != VisitContinue || k.Kind() == base.KindSet
 	}
 	for _, m := range rs.mems {
+		if !m.MayContain(key) {
+			continue
+		}
 		it := m.NewIter()
 		for it.SeekGE(key); it.Valid() && bytes.Equal(it.Key().UserKey, key); it.Next() {
 			if k := it.Key(); k.Seq() <= seq && deliver(k, it.Value(), MemtableLevel, 0) {
@@ -173,6 +176,9 @@ func (d *DB) VisitRange(lo, hi []byte, o *VisitOptions, fn func(*Fragment) Visit
 		return true, it.Error()
 	}
 	for _, m := range rs.mems {
+		if prefix != nil && !m.MayContain(prefix) {
+			continue
+		}
 		if more, err := walk(memIter{m.NewIter()}, MemtableLevel, 0); !more || err != nil {
 			return err
 		}

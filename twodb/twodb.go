@@ -9,9 +9,10 @@ import (
 	"github.com/seed84792017/cellcast/lsm/vfs"
 )
 
-// Open opens (or creates) a TwoDB store: dir/pubs and dir/subs.
+// Open opens (or creates) a TwoDB store: dir/pubs and dir/subs, each with
+// half of the store's default memory budget unless opts says otherwise.
 func Open(dir string, cfg listdb.Config, opts *lsm.Options) (*listdb.Store, error) {
-	o := cfg.DBOptions(opts)
+	o := cfg.DBOptions(opts, 2)
 	pubs, err := lsm.Open(vfs.Join(dir, "pubs"), o)
 	if err != nil {
 		return nil, err

@@ -24,7 +24,7 @@ type Store struct {
 
 // Open opens a publications-only store in dir that re-queries every tr.
 func Open(dir string, cfg listdb.Config, opts *lsm.Options, tr time.Duration) (*Store, error) {
-	db, err := lsm.Open(dir, cfg.DBOptions(opts))
+	db, err := lsm.Open(dir, cfg.DBOptions(opts, 1))
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -29,12 +30,13 @@ import (
 )
 
 var (
-	ops       = flag.Int("ops", 2_000_000, "operations per run")
-	only      = flag.String("only", "", "run only workloads whose name contains this")
-	onlyStore = flag.String("store", "", "run only stores whose name contains this")
-	tr        = flag.Duration("tr", time.Second, "RepQueries re-query period T_R")
-	tick      = flag.Duration("tick", 10*time.Microsecond, "simulated time per operation")
-	chunk     = flag.Int("chunk", 1_000_000, "report a mean every this many operations")
+	ops        = flag.Int("ops", 2_000_000, "operations per run")
+	only       = flag.String("only", "", "run only workloads whose name contains this")
+	onlyStore  = flag.String("store", "", "run only stores whose name contains this")
+	tr         = flag.Duration("tr", time.Second, "RepQueries re-query period T_R")
+	tick       = flag.Duration("tick", 10*time.Microsecond, "simulated time per operation")
+	chunk      = flag.Int("chunk", 1_000_000, "report a mean every this many operations")
+	cpuprofile = flag.String("cpuprofile", "", "write a CPU profile here")
 )
 
 type store interface {
@@ -164,6 +166,15 @@ func run(w workload, name string, tree *dewey.QuadTree, grid *dewey.Grid) ([]flo
 
 func main() {
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
 	grid, _ := dewey.NewGrid(dewey.NewYorkState, 500, 500)
 	tree, _ := dewey.NewQuadTree(dewey.NewYorkState, 5)
 	fmt.Printf("%d operations per run (quad tree runs: 1/20 of that), simulated clock %v per operation; mean µs/op per %d operations (1/20 for the quad tree).\n\n", *ops, *tick, *chunk)

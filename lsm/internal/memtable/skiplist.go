@@ -44,6 +44,7 @@ var ErrFull = errors.New("memtable: full")
 // with Add.
 type Memtable struct {
 	a      *arena
+	filter *bloom
 	head   uint32
 	height atomic.Int32
 	count  atomic.Int64
@@ -54,13 +55,22 @@ type Memtable struct {
 // New returns an empty memtable holding up to capacity bytes of entries and
 // their overhead.
 func New(capacity int) *Memtable {
-	m := &Memtable{a: newArena(capacity + maxNodeSize), rnd: 0x9e3779b97f4a7c15}
+	m := &Memtable{a: newArena(capacity + maxNodeSize), filter: newBloom(capacity), rnd: 0x9e3779b97f4a7c15}
 	m.head = m.a.alloc(nodeTower + 4*maxHeight)
 	m.a.buf[m.head+nodeHeight] = maxHeight
 	m.height.Store(1)
 	m.size.Store(int64(m.a.size()))
 	return m
 }
+
+// AddFilterKey adds a string (a key prefix, say) to the memtable's filter.
+// Only the writer calls it, before the Add of the entry it belongs to, so a
+// reader that can see the entry also sees its filter bits.
+func (m *Memtable) AddFilterKey(b []byte) { m.filter.add(b) }
+
+// MayContain reports whether a key, or a string given to AddFilterKey, may
+// be in the memtable; false means certainly not.
+func (m *Memtable) MayContain(b []byte) bool { return m.filter.mayContain(b) }
 
 // EntrySize is an upper bound on the arena bytes one entry takes.
 func EntrySize(keyLen, valueLen int) int { return maxNodeSize + fragHeader + keyLen + valueLen }
@@ -125,6 +135,7 @@ func (m *Memtable) findGE(userKey []byte, prev *[maxHeight]uint32) uint32 {
 // a new entry is always the newest version of its key. It returns ErrFull,
 // changing nothing, when the entry does not fit.
 func (m *Memtable) Add(seq uint64, kind base.Kind, key, value []byte) error {
+	m.filter.add(key)
 	var prev [maxHeight]uint32
 	first := m.findGE(key, &prev)
 	a := m.a

@@ -164,3 +164,26 @@ func TestConcurrentReaders(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+func TestFilterHasEveryKey(t *testing.T) {
+	m := New(1 << 20)
+	for i := 0; i < 5000; i++ {
+		k := []byte(fmt.Sprintf("key%05d", i))
+		m.AddFilterKey(k[:5])
+		if err := m.Add(uint64(i+1), base.KindSet, k, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fp := 0
+	for i := 0; i < 5000; i++ {
+		if !m.MayContain([]byte(fmt.Sprintf("key%05d", i))) || !m.MayContain([]byte(fmt.Sprintf("key%05d", i))[:5]) {
+			t.Fatalf("false negative for key %d", i)
+		}
+		if m.MayContain([]byte(fmt.Sprintf("absent%05d", i))) {
+			fp++
+		}
+	}
+	if fp > 100 {
+		t.Fatalf("%d false positives of 5000", fp)
+	}
+}
