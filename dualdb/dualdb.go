@@ -57,7 +57,7 @@ func (b *backend) Visit(cell, subtreeEnd []byte, lists listdb.Lists, filters []l
 	var err error
 	switch {
 	case lists.Pubs && lists.Subs:
-		err = b.db.VisitRange(key(cell, listdb.Pubs), key(cell, listdb.Subs+1), &lsm.VisitOptions{Filters: filters}, route)
+		err = b.db.VisitRange(key(cell, listdb.Pubs), key(cell, listdb.Subs+1), &lsm.VisitOptions{Filters: filters, Prefix: cell}, route)
 	case lists.Pubs:
 		err = b.db.VisitKey(key(cell, listdb.Pubs), &lsm.VisitOptions{Filters: filters}, route)
 	case lists.Subs:

@@ -130,9 +130,15 @@ func DescendantsPrefix(cell []byte, flagged bool, l List) []byte {
 // CellPrefixes adds the descendant markers of a TwoDB list key.
 func CellPrefixes(key []byte, add func([]byte)) { cellPrefixes(key, false, add) }
 
-// FlaggedCellPrefixes adds the descendant markers of a DualDB list key,
-// per list.
-func FlaggedCellPrefixes(key []byte, add func([]byte)) { cellPrefixes(key, true, add) }
+// FlaggedCellPrefixes adds the descendant markers of a DualDB list key, per
+// list, and the key's cell itself, so reading both lists of one cell in one
+// pass can skip tables holding neither.
+func FlaggedCellPrefixes(key []byte, add func([]byte)) {
+	if len(key) >= 2 {
+		add(key[:len(key)-1])
+	}
+	cellPrefixes(key, true, add)
+}
 
 func cellPrefixes(key []byte, flagged bool, add func([]byte)) {
 	if len(key) < 2 || (key[0] != byte(subscriptions.NSCell) && key[0] != byte(subscriptions.NSTopic)) {
@@ -339,27 +345,40 @@ func (st *Store) scan(c subscriptions.Cell, lists Lists, pubBound, subBound int6
 	return nil
 }
 
-// Subscribe implements subscriptions.Store.
-func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequest) (*subscriptions.SubscribeResult, error) {
+// stampAndStore takes the operation's stamp, builds its record and, if it
+// outlives now, appends it to list, all under st.mu so records reach the
+// engine in stamp order.
+func (st *Store) stampAndStore(ctx context.Context, list List, build func(now int64) (subscriptions.Cell, int64, []byte, error)) (now int64, stored bool, err error) {
 	st.mu.Lock()
-	now := st.clock.Now()
-	s, err := st.limits.NewSubscription(req, now)
+	now = st.clock.Now()
+	cell, tmax, frag, err := build(now)
 	var keys [][]byte
 	if err == nil {
-		keys, err = st.cellsFor(s.Cell)
+		keys, err = st.cellsFor(cell)
 	}
-	res := &subscriptions.SubscribeResult{Sub: s}
-	if err == nil && s.Tmax > now {
-		err = st.write(Subs, keys, EncodeSubscription(&s), now)
-		res.Stored = err == nil
+	if err == nil && tmax > now {
+		err = st.write(list, keys, frag, now)
+		stored = err == nil
 	}
 	st.mu.Unlock()
+	if err == nil {
+		err = ctx.Err()
+	}
+	return now, stored, err
+}
+
+// Subscribe implements subscriptions.Store.
+func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequest) (*subscriptions.SubscribeResult, error) {
+	var s subscriptions.Subscription
+	now, stored, err := st.stampAndStore(ctx, Subs, func(now int64) (subscriptions.Cell, int64, []byte, error) {
+		var err error
+		s, err = st.limits.NewSubscription(req, now)
+		return s.Cell, s.Tmax, EncodeSubscription(&s), err
+	})
 	if err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+	res := &subscriptions.SubscribeResult{Sub: s, Stored: stored}
 	seen := map[int64]bool{}
 	cancelled := map[int64]bool{}
 	var prior []*subscriptions.Subscription
@@ -411,25 +430,16 @@ func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequ
 
 // Publish implements subscriptions.Store.
 func (st *Store) Publish(ctx context.Context, req *subscriptions.PublishRequest) (*subscriptions.PublishResult, error) {
-	st.mu.Lock()
-	now := st.clock.Now()
-	p, err := st.limits.NewPublication(req, now)
-	var keys [][]byte
-	if err == nil {
-		keys, err = st.cellsFor(p.Cell)
-	}
-	res := &subscriptions.PublishResult{Pub: p}
-	if err == nil && p.Tmax > now {
-		err = st.write(Pubs, keys, EncodePublication(&p), now)
-		res.Stored = err == nil
-	}
-	st.mu.Unlock()
+	var p subscriptions.Publication
+	now, stored, err := st.stampAndStore(ctx, Pubs, func(now int64) (subscriptions.Cell, int64, []byte, error) {
+		var err error
+		p, err = st.limits.NewPublication(req, now)
+		return p.Cell, p.Tmax, EncodePublication(&p), err
+	})
 	if err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+	res := &subscriptions.PublishResult{Pub: p, Stored: stored}
 	seen := map[int64]bool{}
 	cancelled := map[int64]bool{}
 	subBound := now - int64(st.limits.MaxFuture)

@@ -18,6 +18,7 @@ import (
 	"math/rand"
 	"os"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"time"
 
@@ -117,6 +118,14 @@ func (c *cellSource) next() subscriptions.Cell {
 	return subscriptions.Cell{NS: subscriptions.NSCell, ID: id}
 }
 
+var users = func() []string {
+	u := make([]string, 100_000)
+	for i := range u {
+		u[i] = "user" + strconv.Itoa(i)
+	}
+	return u
+}()
+
 func run(w workload, name string, tree *dewey.QuadTree, grid *dewey.Grid) ([]float64, error) {
 	dir, err := os.MkdirTemp("", "pubsubbench")
 	if err != nil {
@@ -139,10 +148,14 @@ func run(w workload, name string, tree *dewey.QuadTree, grid *dewey.Grid) ([]flo
 	nops, nchunk := *ops/w.scale, *chunk/w.scale
 	for i := 1; i <= nops; i++ {
 		clock.Advance(*tick)
+		// 100k users, so self-joins see realistic per-user histories.
+		uid := users[cells.rng.Intn(len(users))]
 		if cells.rng.Float64() < pSub {
+			sub.Uid = uid
 			sub.Cell = cells.next()
 			_, err = st.Subscribe(ctx, sub)
 		} else {
+			pub.Uid = uid
 			pub.Cell = cells.next()
 			_, err = st.Publish(ctx, pub)
 		}
