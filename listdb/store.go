@@ -379,8 +379,23 @@ func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequ
 		return nil, err
 	}
 	res := &subscriptions.SubscribeResult{Sub: s, Stored: stored}
-	seen := map[int64]bool{}
-	cancelled := map[int64]bool{}
+	// seen is needed only when a record is stored under several leaves;
+	// cancelled only once a cancel shows up. Reading a nil map is fine.
+	var seen, cancelled map[int64]bool
+	if st.cfg.Granularity == Fixed {
+		seen = map[int64]bool{}
+	}
+	cancel := func(ts int64) {
+		if cancelled == nil {
+			cancelled = map[int64]bool{}
+		}
+		cancelled[ts] = true
+	}
+	mark := func(t int64) {
+		if seen != nil {
+			seen[t] = true
+		}
+	}
 	var prior []*subscriptions.Subscription
 	subBound := now - int64(st.limits.MaxFuture)
 	err = st.scan(s.Cell, Lists{Pubs: true, Subs: s.SelfJoin}, s.Tmin, subBound, func(l List, r *Rec) error {
@@ -390,13 +405,13 @@ func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequ
 		}
 		switch {
 		case l == Subs && r.Kind == KindCancel:
-			cancelled[r.Aux] = true
+			cancel(r.Aux)
 		case l == Subs && r.Kind == KindSubscription && !cancelled[r.T]:
 			o, err := r.Subscription()
 			if err != nil {
 				return err
 			}
-			seen[r.T] = true
+			mark(r.T)
 			if o.Uid == s.Uid {
 				prior = append(prior, &o)
 			}
@@ -405,7 +420,7 @@ func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequ
 			if err != nil {
 				return err
 			}
-			seen[r.T] = true
+			mark(r.T)
 			if subscriptions.Match(&p, &s, now) {
 				res.Past = append(res.Past, p)
 			}
@@ -440,8 +455,23 @@ func (st *Store) Publish(ctx context.Context, req *subscriptions.PublishRequest)
 		return nil, err
 	}
 	res := &subscriptions.PublishResult{Pub: p, Stored: stored}
-	seen := map[int64]bool{}
-	cancelled := map[int64]bool{}
+	// seen is needed only when a record is stored under several leaves;
+	// cancelled only once a cancel shows up. Reading a nil map is fine.
+	var seen, cancelled map[int64]bool
+	if st.cfg.Granularity == Fixed {
+		seen = map[int64]bool{}
+	}
+	cancel := func(ts int64) {
+		if cancelled == nil {
+			cancelled = map[int64]bool{}
+		}
+		cancelled[ts] = true
+	}
+	mark := func(t int64) {
+		if seen != nil {
+			seen[t] = true
+		}
+	}
 	subBound := now - int64(st.limits.MaxFuture)
 	pubBound := now - int64(st.limits.MaxExpiry)
 	err = st.scan(p.Cell, Lists{Subs: true, Pubs: req.SelfJoin}, pubBound, subBound, func(l List, r *Rec) error {
@@ -450,13 +480,13 @@ func (st *Store) Publish(ctx context.Context, req *subscriptions.PublishRequest)
 		}
 		switch {
 		case l == Subs && r.Kind == KindCancel:
-			cancelled[r.Aux] = true
+			cancel(r.Aux)
 		case l == Subs && r.Kind == KindSubscription && !cancelled[r.T] && r.Aux <= now:
 			s, err := r.Subscription()
 			if err != nil {
 				return err
 			}
-			seen[r.T] = true
+			mark(r.T)
 			if subscriptions.Match(&p, &s, now) {
 				res.Matches = append(res.Matches, s)
 			}
@@ -465,7 +495,7 @@ func (st *Store) Publish(ctx context.Context, req *subscriptions.PublishRequest)
 			if err != nil {
 				return err
 			}
-			seen[r.T] = true
+			mark(r.T)
 			if q.Cell.Overlaps(p.Cell) {
 				res.Recent = append(res.Recent, q)
 			}
