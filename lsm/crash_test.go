@@ -387,3 +387,26 @@ func TestMergerMismatchRefused(t *testing.T) {
 		t.Fatalf("open with another merger: %v", err)
 	}
 }
+
+// A reader released after Close must not delete the final version's tables.
+func TestReaderOutlivingCloseKeepsTables(t *testing.T) {
+	fs := vfs.NewMem()
+	db := mustOpen(t, "/db", smallOptions(fs))
+	for i := 0; i < 3000; i++ {
+		db.Set([]byte(fmt.Sprintf("k%05d", i)), bytes.Repeat([]byte("v"), 50), nil)
+	}
+	db.Compact(t.Context(), nil, nil)
+	it, err := db.NewIter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	it.Close()
+	db = mustOpen(t, "/db", smallOptions(fs))
+	defer db.Close()
+	for i := 0; i < 3000; i += 97 {
+		if _, err := db.Get([]byte(fmt.Sprintf("k%05d", i))); err != nil {
+			t.Fatalf("k%05d after reopen: %v", i, err)
+		}
+	}
+}

@@ -59,6 +59,10 @@ type DB struct {
 	// visibleSeq is the sequence number new reads see: every write at or
 	// below it is fully applied to the memtable.
 	visibleSeq atomic.Uint64
+	// shut is set when Close begins; from then on no file is deleted, so a
+	// reader released after Close cannot delete the tables of the final
+	// version (the next Open removes whatever nothing refers to).
+	shut atomic.Bool
 
 	rsMu      sync.RWMutex
 	readState *readState
@@ -338,6 +342,9 @@ func (d *DB) deleteUnreferencedFiles() {
 
 // deleteObsolete removes files no version refers to any more.
 func (d *DB) deleteObsolete(files []*manifest.FileMetadata) {
+	if d.shut.Load() {
+		return
+	}
 	for _, f := range files {
 		d.tables.evict(f.Num)
 		d.cache.EvictFile(d.cacheID, f.Num)
@@ -403,6 +410,7 @@ func (d *DB) Close() error {
 		return ErrClosed
 	}
 	d.closed = true
+	d.shut.Store(true)
 	d.flushCond.Broadcast()
 	d.compactCond.Broadcast()
 	d.bgCond.Broadcast()
