@@ -243,7 +243,8 @@ func Differential(t *testing.T, open Opener) {
 				ops *= 10
 			}
 			r := newRun(t, open, 1, fixed)
-			defer r.store.Close()
+			// r.store changes on reopen: close whichever is current at the end.
+			defer func() { r.store.Close() }()
 			for i := 0; i < ops; i++ {
 				r.step(i)
 			}
@@ -255,7 +256,8 @@ func Differential(t *testing.T, open Opener) {
 // leaves (almost) nothing on disk.
 func ExpiredDataIsGone(t *testing.T, open Opener) {
 	r := newRun(t, open, 2, false)
-	defer r.store.Close()
+	// r.store changes on reopen: close whichever is current at the end.
+	defer func() { r.store.Close() }()
 	ctx := context.Background()
 	for i := 0; i < 20000; i++ {
 		c := r.cell()
@@ -296,7 +298,8 @@ func ExpiredDataIsGone(t *testing.T, open Opener) {
 // nothing.
 func BadInput(t *testing.T, open Opener) {
 	r := newRun(t, open, 3, false)
-	defer r.store.Close()
+	// r.store changes on reopen: close whichever is current at the end.
+	defer func() { r.store.Close() }()
 	ctx := context.Background()
 	cell := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{1, 2}}
 	long := strings.Repeat("x", 5000)
