@@ -367,6 +367,41 @@ func (st *Store) stampAndStore(ctx context.Context, list List, build func(now in
 	return now, stored, err
 }
 
+// scanState is what one operation's scan remembers: cancels seen so far
+// (each cancel is newer than its subscription, so it comes first) and,
+// under fixed granularity, records already taken from another leaf. Both
+// maps stay nil until needed; reading a nil map is fine.
+type scanState struct {
+	seen, cancelled map[int64]bool
+}
+
+func (st *Store) newScanState() *scanState {
+	sc := &scanState{}
+	if st.cfg.Granularity == Fixed {
+		sc.seen = map[int64]bool{}
+	}
+	return sc
+}
+
+// skip reports records an operation stamped now ignores: stamped at or
+// after it (that operation reports the pair itself), expired, or taken.
+func (sc *scanState) skip(r *Rec, now int64) bool {
+	return r.T >= now || r.Tmax < now || sc.seen[r.T]
+}
+
+func (sc *scanState) cancel(ts int64) {
+	if sc.cancelled == nil {
+		sc.cancelled = map[int64]bool{}
+	}
+	sc.cancelled[ts] = true
+}
+
+func (sc *scanState) mark(t int64) {
+	if sc.seen != nil {
+		sc.seen[t] = true
+	}
+}
+
 // Subscribe implements subscriptions.Store.
 func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequest) (*subscriptions.SubscribeResult, error) {
 	var s subscriptions.Subscription
@@ -379,39 +414,22 @@ func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequ
 		return nil, err
 	}
 	res := &subscriptions.SubscribeResult{Sub: s, Stored: stored}
-	// seen is needed only when a record is stored under several leaves;
-	// cancelled only once a cancel shows up. Reading a nil map is fine.
-	var seen, cancelled map[int64]bool
-	if st.cfg.Granularity == Fixed {
-		seen = map[int64]bool{}
-	}
-	cancel := func(ts int64) {
-		if cancelled == nil {
-			cancelled = map[int64]bool{}
-		}
-		cancelled[ts] = true
-	}
-	mark := func(t int64) {
-		if seen != nil {
-			seen[t] = true
-		}
-	}
+	sc := st.newScanState()
 	var prior []*subscriptions.Subscription
 	subBound := now - int64(st.limits.MaxFuture)
 	err = st.scan(s.Cell, Lists{Pubs: true, Subs: s.SelfJoin}, s.Tmin, subBound, func(l List, r *Rec) error {
-		// Records stamped after this one report the pair themselves.
-		if r.T >= now || r.Tmax < now || seen[r.T] {
+		if sc.skip(r, now) {
 			return nil
 		}
 		switch {
 		case l == Subs && r.Kind == KindCancel:
-			cancel(r.Aux)
-		case l == Subs && r.Kind == KindSubscription && !cancelled[r.T]:
+			sc.cancel(r.Aux)
+		case l == Subs && r.Kind == KindSubscription && !sc.cancelled[r.T]:
 			o, err := r.Subscription()
 			if err != nil {
 				return err
 			}
-			mark(r.T)
+			sc.mark(r.T)
 			if o.Uid == s.Uid {
 				prior = append(prior, &o)
 			}
@@ -420,7 +438,7 @@ func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequ
 			if err != nil {
 				return err
 			}
-			mark(r.T)
+			sc.mark(r.T)
 			if subscriptions.Match(&p, &s, now) {
 				res.Past = append(res.Past, p)
 			}
@@ -455,38 +473,22 @@ func (st *Store) Publish(ctx context.Context, req *subscriptions.PublishRequest)
 		return nil, err
 	}
 	res := &subscriptions.PublishResult{Pub: p, Stored: stored}
-	// seen is needed only when a record is stored under several leaves;
-	// cancelled only once a cancel shows up. Reading a nil map is fine.
-	var seen, cancelled map[int64]bool
-	if st.cfg.Granularity == Fixed {
-		seen = map[int64]bool{}
-	}
-	cancel := func(ts int64) {
-		if cancelled == nil {
-			cancelled = map[int64]bool{}
-		}
-		cancelled[ts] = true
-	}
-	mark := func(t int64) {
-		if seen != nil {
-			seen[t] = true
-		}
-	}
+	sc := st.newScanState()
 	subBound := now - int64(st.limits.MaxFuture)
 	pubBound := now - int64(st.limits.MaxExpiry)
 	err = st.scan(p.Cell, Lists{Subs: true, Pubs: req.SelfJoin}, pubBound, subBound, func(l List, r *Rec) error {
-		if r.T >= now || r.Tmax < now || seen[r.T] {
+		if sc.skip(r, now) {
 			return nil
 		}
 		switch {
 		case l == Subs && r.Kind == KindCancel:
-			cancel(r.Aux)
-		case l == Subs && r.Kind == KindSubscription && !cancelled[r.T] && r.Aux <= now:
+			sc.cancel(r.Aux)
+		case l == Subs && r.Kind == KindSubscription && !sc.cancelled[r.T] && r.Aux <= now:
 			s, err := r.Subscription()
 			if err != nil {
 				return err
 			}
-			mark(r.T)
+			sc.mark(r.T)
 			if subscriptions.Match(&p, &s, now) {
 				res.Matches = append(res.Matches, s)
 			}
@@ -495,7 +497,7 @@ func (st *Store) Publish(ctx context.Context, req *subscriptions.PublishRequest)
 			if err != nil {
 				return err
 			}
-			mark(r.T)
+			sc.mark(r.T)
 			if q.Cell.Overlaps(p.Cell) {
 				res.Recent = append(res.Recent, q)
 			}
