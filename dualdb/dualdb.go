@@ -2,6 +2,7 @@ package dualdb
 
 import (
 	"context"
+	"sync"
 
 	"github.com/seed84792017/cellcast/listdb"
 	"github.com/seed84792017/cellcast/lsm"
@@ -31,8 +32,12 @@ func key(cell []byte, l listdb.List) []byte {
 	return append(append(make([]byte, 0, len(cell)+1), cell...), byte(l))
 }
 
+// batches recycles write batches: a batch is free again once Apply returns.
+var batches = sync.Pool{New: func() any { return lsm.NewBatch() }}
+
 func (b *backend) Append(appends []listdb.Append, sync bool) error {
-	batch := lsm.NewBatch()
+	batch := batches.Get().(*lsm.Batch)
+	defer func() { batch.Reset(); batches.Put(batch) }()
 	for _, a := range appends {
 		if err := batch.Merge(key(a.Cell, a.List), a.Fragment); err != nil {
 			return err
