@@ -11,7 +11,6 @@ import (
 
 	"github.com/seed84792017/cellcast/lsm/internal/manifest"
 	"github.com/seed84792017/cellcast/lsm/internal/memtable"
-	"github.com/seed84792017/cellcast/lsm/record"
 	"github.com/seed84792017/cellcast/lsm/sstable"
 	"github.com/seed84792017/cellcast/lsm/vfs"
 )
@@ -220,11 +219,6 @@ func (d *DB) recover() error {
 // recover writes afterwards records them all.
 func (d *DB) replayWAL(num uint64) error {
 	path := makeFilename(d.fs, d.dir, fileTypeLog, num)
-	data, err := readFile(d.fs, path)
-	if err != nil {
-		return err
-	}
-	r := record.NewReader(path, data)
 	mem := memtable.New(int(d.opts.MemTableSize))
 	flush := func() error {
 		if mem.Empty() {
@@ -245,23 +239,16 @@ func (d *DB) replayWAL(num uint64) error {
 		mem = memtable.New(int(d.opts.MemTableSize))
 		return nil
 	}
-	for {
-		rec, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
+	torn, err := readLog(d.fs, path, func(rec []byte, off int64) error {
 		br, err := newBatchReader(rec)
 		if err != nil {
-			return &CorruptionError{File: path, Offset: r.Offset(), Reason: err.Error()}
+			return &CorruptionError{File: path, Offset: off, Reason: err.Error()}
 		}
 		seq := br.seq
 		for {
 			kind, key, value, ok, err := br.next()
 			if err != nil {
-				return &CorruptionError{File: path, Offset: r.Offset(), Reason: err.Error()}
+				return &CorruptionError{File: path, Offset: off, Reason: err.Error()}
 			}
 			if !ok {
 				break
@@ -288,7 +275,7 @@ func (d *DB) replayWAL(num uint64) error {
 			seq++
 		}
 		if seq-br.seq != uint64(br.count) {
-			return &CorruptionError{File: path, Offset: r.Offset(), Reason: "batch count mismatch"}
+			return &CorruptionError{File: path, Offset: off, Reason: "batch count mismatch"}
 		}
 		d.lastSeq = max(d.lastSeq, seq-1)
 		if mem.Size() >= d.opts.MemTableSize {
@@ -296,9 +283,13 @@ func (d *DB) replayWAL(num uint64) error {
 				return err
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	if r.Torn() {
-		d.opts.Logger.Warn("lsm: WAL ends in a torn record; replayed the intact prefix", "file", path, "offset", r.Offset())
+	if torn {
+		d.opts.Logger.Warn("lsm: WAL ends in a torn record; replayed the intact prefix", "file", path)
 	}
 	return flush()
 }

@@ -54,28 +54,16 @@ func (vs *versionSet) load() error {
 		return &CorruptionError{File: vfs.Join(vs.dir, "CURRENT"), Reason: fmt.Sprintf("names %q, not a manifest", name)}
 	}
 	path := vfs.Join(vs.dir, name)
-	data, err := readFile(vs.fs, path)
-	if err != nil {
-		return fmt.Errorf("lsm: reading %s: %w", path, err)
-	}
 	v := &manifest.Version{}
 	v.Ref()
-	r := record.NewReader(path, data)
-	for {
-		rec, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
+	_, err = readLog(vs.fs, path, func(rec []byte, off int64) error {
 		var e manifest.VersionEdit
 		if err := e.Decode(rec); err != nil {
-			return &CorruptionError{File: path, Offset: r.Offset(), Reason: err.Error()}
+			return &CorruptionError{File: path, Offset: off, Reason: err.Error()}
 		}
 		nv, err := v.Apply(&e)
 		if err != nil {
-			return &CorruptionError{File: path, Offset: r.Offset(), Reason: err.Error()}
+			return &CorruptionError{File: path, Offset: off, Reason: err.Error()}
 		}
 		v.Unref()
 		v = nv
@@ -88,6 +76,10 @@ func (vs *versionSet) load() error {
 		if e.LastSeq != 0 {
 			vs.lastSeq = e.LastSeq
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	vs.current = v
 	vs.manifestNum = num
@@ -189,6 +181,28 @@ func syncDir(fs vfs.FS, dir string) error {
 		err = cerr
 	}
 	return err
+}
+
+// readLog calls fn with each record of the log file at path and its
+// offset. It reports whether the log ended in a torn record.
+func readLog(fs vfs.FS, path string, fn func(rec []byte, off int64) error) (torn bool, err error) {
+	data, err := readFile(fs, path)
+	if err != nil {
+		return false, fmt.Errorf("lsm: reading %s: %w", path, err)
+	}
+	r := record.NewReader(path, data)
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			return r.Torn(), nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if err := fn(rec, r.Offset()); err != nil {
+			return false, err
+		}
+	}
 }
 
 func readFile(fs vfs.FS, path string) ([]byte, error) {
