@@ -61,10 +61,13 @@ func (c *Cache) Get(id, file, off uint64) []byte {
 	k := cacheKey{id, file, off}
 	s := c.shard(k)
 	s.mu.Lock()
+	var val []byte
 	e := s.m[k]
 	if e != nil {
 		s.unlink(e)
 		s.pushFront(e)
+		// Read under the lock: a concurrent Set of the same key replaces e.val.
+		val = e.val
 	}
 	s.mu.Unlock()
 	if e == nil {
@@ -72,7 +75,7 @@ func (c *Cache) Get(id, file, off uint64) []byte {
 		return nil
 	}
 	c.hits.Add(1)
-	return e.val
+	return val
 }
 
 // Set inserts a block, evicting the least recently used ones past capacity.
