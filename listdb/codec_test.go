@@ -99,3 +99,46 @@ func FuzzFragment(f *testing.F) {
 		filter.Filter(0, nil, lsm.KindMerge, b)
 	})
 }
+
+// The times collector summarizes blocks and tables by newest stamp and
+// latest expiry; the filter passes exactly those with a record new enough
+// and one still live. Deletes (no header) leave the summary alone.
+func TestTimesCollectorAndFilter(t *testing.T) {
+	c := NewTimesCollector()
+	add := func(ts, tmax int64) {
+		p := subscriptions.Publication{Uid: "u", Cell: cell, Tp: ts, Tmax: tmax}
+		if err := c.Add(lsm.InternalKey{}, EncodePublication(&p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(100, 500)
+	add(300, 400)
+	if err := c.Add(lsm.InternalKey{}, nil); err != nil { // a tombstone
+		t.Fatal(err)
+	}
+	block, _ := c.FinishDataBlock()
+	add(50, 60)
+	block2, _ := c.FinishDataBlock()
+	table, _ := c.FinishTable()
+	cases := []struct {
+		name         string
+		prop         []byte
+		newer, alive int64
+		want         bool
+	}{
+		{"both bounds met exactly", block, 300, 500, true},
+		{"nothing new enough", block, 301, 0, false},
+		{"nothing live", block, 0, 501, false},
+		{"second block is old", block2, 100, 0, false},
+		{"second block expired", block2, 0, 61, false},
+		{"table spans both", table, 300, 500, true},
+		{"table: nothing live", table, 0, 501, false},
+		{"foreign summary is read", []byte{1, 2, 3}, 1 << 62, 1 << 62, true},
+	}
+	for _, tc := range cases {
+		got, err := timeFilter{newerThan: tc.newer, liveAt: tc.alive}.Intersects(tc.prop)
+		if err != nil || got != tc.want {
+			t.Errorf("%s: Intersects = %v, %v; want %v", tc.name, got, err, tc.want)
+		}
+	}
+}

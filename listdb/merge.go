@@ -127,51 +127,70 @@ func (f *ExpiryFilter) Filter(_ int, _ []byte, _ lsm.Kind, v []byte) (lsm.Filter
 	return lsm.FilterChange, rebuild(keep, nh)
 }
 
-// newestCollector records, per block and per table, the newest record time
-// of the fragments written there.
-type newestCollector struct {
-	block, table int64
-	seen         bool
+// timesCollector records, per block and per table, the newest record time
+// and the latest expiry of the fragments written there, so a read skips
+// blocks too old for its window (thesis Algorithm 1, per block) and blocks
+// whose records have all expired but were not yet compacted away.
+//
+// Skipping a block is safe for list keys: the store takes no snapshots and
+// never deletes a list, so no Set or Delete of a list ever shadows older
+// fragments below it (see lsm.BlockPropertyFilter).
+type timesCollector struct {
+	block, table times
 }
 
-const collectorName = "cellcast.newest"
+type times struct{ newest, maxTmax int64 }
 
-// NewNewestCollector is the lsm block property collector for list tables.
-func NewNewestCollector() lsm.BlockPropertyCollector {
-	return &newestCollector{block: minInt64, table: minInt64}
+var noTimes = times{minInt64, minInt64}
+
+func (t *times) add(h header) {
+	t.newest = max(t.newest, h.newest)
+	t.maxTmax = max(t.maxTmax, h.maxTmax)
+}
+
+func (t times) encode() []byte {
+	b := binary.LittleEndian.AppendUint64(make([]byte, 0, 16), uint64(t.newest))
+	return binary.LittleEndian.AppendUint64(b, uint64(t.maxTmax))
+}
+
+const collectorName = "cellcast.times"
+
+// NewTimesCollector is the lsm block property collector for list tables.
+func NewTimesCollector() lsm.BlockPropertyCollector {
+	return &timesCollector{block: noTimes, table: noTimes}
 }
 
 const minInt64 = -1 << 63
 
-func (c *newestCollector) Name() string { return collectorName }
+func (c *timesCollector) Name() string { return collectorName }
 
-func (c *newestCollector) Add(_ lsm.InternalKey, v []byte) error {
+func (c *timesCollector) Add(_ lsm.InternalKey, v []byte) error {
 	if h, err := readHeader(v); err == nil {
-		c.block = max(c.block, h.newest)
-		c.table = max(c.table, h.newest)
+		c.block.add(h)
+		c.table.add(h)
 	}
 	return nil
 }
 
-func (c *newestCollector) FinishDataBlock() ([]byte, error) {
-	b := binary.LittleEndian.AppendUint64(nil, uint64(c.block))
-	c.block = minInt64
+func (c *timesCollector) FinishDataBlock() ([]byte, error) {
+	b := c.block.encode()
+	c.block = noTimes
 	return b, nil
 }
 
-func (c *newestCollector) FinishTable() ([]byte, error) {
-	return binary.LittleEndian.AppendUint64(nil, uint64(c.table)), nil
-}
+func (c *timesCollector) FinishTable() ([]byte, error) { return c.table.encode(), nil }
 
-// newerThan passes tables and blocks holding a fragment stamped at or after
-// a bound.
-type newerThan int64
+// timeFilter passes tables and blocks holding a fragment stamped at or after
+// newerThan that also holds a record live at liveAt.
+type timeFilter struct{ newerThan, liveAt int64 }
 
-func (newerThan) Name() string { return collectorName }
+func (timeFilter) Name() string { return collectorName }
 
-func (n newerThan) Intersects(p []byte) (bool, error) {
-	if len(p) != 8 {
+func (f timeFilter) Intersects(p []byte) (bool, error) {
+	if len(p) != 16 {
 		return true, nil
 	}
-	return int64(binary.LittleEndian.Uint64(p)) >= int64(n), nil
+	newest := int64(binary.LittleEndian.Uint64(p))
+	maxTmax := int64(binary.LittleEndian.Uint64(p[8:]))
+	return newest >= f.newerThan && maxTmax >= f.liveAt, nil
 }

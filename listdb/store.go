@@ -104,7 +104,7 @@ func (c *Config) DBOptions(base *lsm.Options, engines int) *lsm.Options {
 	}
 	o.Merger = Merger
 	o.CompactionFilter = &ExpiryFilter{Now: c.now()}
-	o.BlockPropertyCollectors = append(o.BlockPropertyCollectors, NewNewestCollector)
+	o.BlockPropertyCollectors = append(o.BlockPropertyCollectors, NewTimesCollector)
 	o.FilterPrefixes = CellPrefixes
 	return &o
 }
@@ -266,11 +266,13 @@ func (st *Store) write(list List, keys [][]byte, frag []byte, now int64) error {
 	return st.b.Append(appends, st.cfg.Sync)
 }
 
-// scan visits the lists that an operation at c must read: the subtree and
-// the ancestors (variable), or the leaves (fixed). bounds give, per list,
-// the oldest record time that can still matter: a fragment whose newest
-// record is older ends its key's descent (thesis Algorithm 1).
-func (st *Store) scan(c subscriptions.Cell, lists Lists, pubBound, subBound int64, fn func(List, *Rec) error) error {
+// scan visits the lists that an operation at c, stamped now, must read: the
+// subtree and the ancestors (variable), or the leaves (fixed). bounds give,
+// per list, the oldest record time that can still matter: a fragment whose
+// newest record is older ends its key's descent (thesis Algorithm 1).
+// Tables and blocks with nothing that new, or nothing live at now, are
+// skipped unread.
+func (st *Store) scan(c subscriptions.Cell, lists Lists, now, pubBound, subBound int64, fn func(List, *Rec) error) error {
 	bound := func(l List) int64 {
 		if l == Pubs {
 			return pubBound
@@ -281,7 +283,7 @@ func (st *Store) scan(c subscriptions.Cell, lists Lists, pubBound, subBound int6
 	if lists.Pubs && (!lists.Subs || pubBound < subBound) {
 		lowest = pubBound
 	}
-	filters := []lsm.BlockPropertyFilter{newerThan(lowest)}
+	filters := []lsm.BlockPropertyFilter{timeFilter{newerThan: lowest, liveAt: now}}
 	var ferr error
 	visit := func(l List, f *lsm.Fragment) lsm.VisitDecision {
 		b := bound(l)
@@ -417,7 +419,7 @@ func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequ
 	sc := st.newScanState()
 	var prior []*subscriptions.Subscription
 	subBound := now - int64(st.limits.MaxFuture)
-	err = st.scan(s.Cell, Lists{Pubs: true, Subs: s.SelfJoin}, s.Tmin, subBound, func(l List, r *Rec) error {
+	err = st.scan(s.Cell, Lists{Pubs: true, Subs: s.SelfJoin}, now, s.Tmin, subBound, func(l List, r *Rec) error {
 		if sc.skip(r, now) {
 			return nil
 		}
@@ -476,7 +478,7 @@ func (st *Store) Publish(ctx context.Context, req *subscriptions.PublishRequest)
 	sc := st.newScanState()
 	subBound := now - int64(st.limits.MaxFuture)
 	pubBound := now - int64(st.limits.MaxExpiry)
-	err = st.scan(p.Cell, Lists{Subs: true, Pubs: req.SelfJoin}, pubBound, subBound, func(l List, r *Rec) error {
+	err = st.scan(p.Cell, Lists{Subs: true, Pubs: req.SelfJoin}, now, pubBound, subBound, func(l List, r *Rec) error {
 		if sc.skip(r, now) {
 			return nil
 		}

@@ -137,7 +137,7 @@ func (m *Metrics) String() string {
 	}
 	fmt.Fprintf(&b, "user %d B, WAL %d B, flushed %d B (%d), compacted %d B -> %d B (%d, %d moves), w-amp %.2f\n",
 		m.UserBytes, m.WALBytes, m.FlushBytes, m.FlushCount, m.CompactBytesIn, m.CompactBytesOut, m.CompactCount, m.CompactMoves, m.WriteAmp())
-	fmt.Fprintf(&b, "blocks: cache %d disk %d; filter: negatives %d positives %d false-positives %d; stalls %d (%s)\n",
-		m.BlocksFromCache, m.BlocksFromDisk, m.FilterNegatives, m.FilterPositives, m.FilterFalsePositives, m.WriteStalls, m.WriteStallDuration)
+	fmt.Fprintf(&b, "blocks: cache %d disk %d; filter: negatives %d positives %d false-positives %d; stalls %d (%s), slowdowns %d\n",
+		m.BlocksFromCache, m.BlocksFromDisk, m.FilterNegatives, m.FilterPositives, m.FilterFalsePositives, m.WriteStalls, m.WriteStallDuration, m.WriteSlowdowns)
 	return b.String()
 }

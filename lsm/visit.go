@@ -86,11 +86,13 @@ func (d *DB) VisitKey(key []byte, o *VisitOptions, fn func(*Fragment) VisitDecis
 			return true, err
 		}
 		defer release()
-		if !r.MayContain(key) {
-			return false, nil
-		}
+		// The summaries are in memory; the bloom filter probe costs cache
+		// misses, so it goes second.
 		if in, err := r.TableIntersects(filters); err != nil || !in {
 			return err != nil, err
+		}
+		if !r.MayContain(key) {
+			return false, nil
 		}
 		it := r.NewIter(filters)
 		for it.SeekGE(key); it.Valid() && bytes.Equal(it.Key().UserKey, key); it.Next() {
@@ -135,8 +137,15 @@ func (d *DB) VisitRange(lo, hi []byte, o *VisitOptions, fn func(*Fragment) Visit
 		return err
 	}
 	defer rs.unref()
-	// settled holds keys whose older fragments must not be visited.
-	settled := map[string]struct{}{}
+	// settled holds keys whose older fragments must not be visited; most
+	// visits settle nothing, so it is made on first use.
+	var settled map[string]struct{}
+	settle := func(k []byte) {
+		if settled == nil {
+			settled = map[string]struct{}{}
+		}
+		settled[string(k)] = struct{}{}
+	}
 	var fr Fragment
 	// walk visits one component; it returns false once fn said stop.
 	walk := func(it internalIterator, level int, num uint64) (bool, error) {
@@ -158,7 +167,7 @@ func (d *DB) VisitRange(lo, hi []byte, o *VisitOptions, fn func(*Fragment) Visit
 				continue
 			}
 			if k.Kind() == base.KindDelete {
-				settled[string(k.UserKey)] = struct{}{}
+				settle(k.UserKey)
 				continue
 			}
 			fr = Fragment{Key: k.UserKey, Value: it.Value(), Kind: k.Kind(), Seq: k.Seq(), Level: level, FileNum: num}
@@ -166,10 +175,10 @@ func (d *DB) VisitRange(lo, hi []byte, o *VisitOptions, fn func(*Fragment) Visit
 			case VisitStop:
 				return false, nil
 			case VisitSkipKey:
-				settled[string(k.UserKey)] = struct{}{}
+				settle(k.UserKey)
 			default:
 				if k.Kind() == base.KindSet {
-					settled[string(k.UserKey)] = struct{}{}
+					settle(k.UserKey)
 				}
 			}
 		}
@@ -186,12 +195,11 @@ func (d *DB) VisitRange(lo, hi []byte, o *VisitOptions, fn func(*Fragment) Visit
 	v := rs.version
 	for lvl := 0; lvl < manifest.NumLevels; lvl++ {
 		files := v.Levels[lvl]
-		if lvl == 0 {
-			// Newest first.
-			files = append([]*manifest.FileMetadata(nil), files...)
-			sort.Slice(files, func(i, j int) bool { return files[i].LargestSeq > files[j].LargestSeq })
-		}
-		for _, f := range files {
+		for i := range files {
+			f := files[i]
+			if lvl == 0 {
+				f = files[len(files)-1-i] // L0 is oldest first; visit newest first
+			}
 			// hi is exclusive; Overlaps takes inclusive bounds, walk
 			// enforces the exclusive one.
 			if !f.Overlaps(lo, hi) || (hi != nil && bytes.Compare(f.Smallest.UserKey, hi) >= 0) {
@@ -201,12 +209,8 @@ func (d *DB) VisitRange(lo, hi []byte, o *VisitOptions, fn func(*Fragment) Visit
 			if err != nil {
 				return err
 			}
-			if prefix != nil && !r.MayContain(prefix) {
-				release()
-				continue
-			}
 			in, err := r.TableIntersects(filters)
-			if err != nil || !in {
+			if err != nil || !in || (prefix != nil && !r.MayContain(prefix)) {
 				release()
 				if err != nil {
 					return err
