@@ -17,9 +17,12 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/seed84792017/cellcast/bench/repqueries"
@@ -38,6 +41,9 @@ var (
 	tick       = flag.Duration("tick", 10*time.Microsecond, "simulated time per operation")
 	chunk      = flag.Int("chunk", 1_000_000, "report a mean every this many operations")
 	cpuprofile = flag.String("cpuprofile", "", "write a CPU profile here")
+	blockprof  = flag.String("blockprofile", "", "write a profile of where clients wait (locks, channels) here")
+	clients    = flag.Int("clients", 1, "concurrent clients issuing the operations (1 reproduces the thesis's single-threaded runs)")
+	metrics    = flag.Bool("metrics", false, "print each engine's metrics to stderr after a run")
 )
 
 type store interface {
@@ -138,40 +144,70 @@ func run(w workload, name string, tree *dewey.QuadTree, grid *dewey.Grid) ([]flo
 		return nil, err
 	}
 	defer st.Close()
-	cells := &cellSource{rng: rand.New(rand.NewSource(1)), grid: grid, tree: tree, quad: w.quad}
-	pSub := w.subsPerPub / (1 + w.subsPerPub)
-	ctx := context.Background()
-	sub := &subscriptions.SubscribeRequest{Uid: "u", Past: 10 * time.Second, Future: 10 * time.Second, SelfJoin: w.selfJoin}
-	pub := &subscriptions.PublishRequest{Uid: "p", Expires: 20 * time.Second, Desc: "accident on the thruway", SelfJoin: w.selfJoin}
-	var means []float64
-	start := time.Now()
-	nops, nchunk := *ops/w.scale, *chunk/w.scale
-	for i := 1; i <= nops; i++ {
-		clock.Advance(*tick)
-		// 100k users, so self-joins see realistic per-user histories.
-		uid := users[cells.rng.Intn(len(users))]
-		if cells.rng.Float64() < pSub {
-			sub.Uid = uid
-			sub.Cell = cells.next()
-			_, err = st.Subscribe(ctx, sub)
-		} else {
-			pub.Uid = uid
-			pub.Cell = cells.next()
-			_, err = st.Publish(ctx, pub)
-		}
-		if err == nil {
-			err = tickFn(clock.Peek())
-		}
-		if err != nil {
-			return nil, err
-		}
-		if i%nchunk == 0 || i == nops {
-			n := i % nchunk
-			if n == 0 {
-				n = nchunk
+	nops, nchunk := int64(*ops/w.scale), int64(*chunk/w.scale)
+	var (
+		done  atomic.Int64
+		mu    sync.Mutex // guards means, mark and tickFn
+		means []float64
+		mark  = time.Now()
+		errs  = make(chan error, *clients)
+	)
+	client := func(seed int64) error {
+		ctx := context.Background()
+		cells := &cellSource{rng: rand.New(rand.NewSource(seed)), grid: grid, tree: tree, quad: w.quad}
+		pSub := w.subsPerPub / (1 + w.subsPerPub)
+		sub := &subscriptions.SubscribeRequest{Uid: "u", Past: 10 * time.Second, Future: 10 * time.Second, SelfJoin: w.selfJoin}
+		pub := &subscriptions.PublishRequest{Uid: "p", Expires: 20 * time.Second, Desc: "accident on the thruway", SelfJoin: w.selfJoin}
+		for {
+			i := done.Add(1)
+			if i > nops {
+				return nil
 			}
-			means = append(means, float64(time.Since(start).Microseconds())/float64(n))
-			start = time.Now()
+			clock.Advance(*tick)
+			// 100k users, so self-joins see realistic per-user histories.
+			uid := users[cells.rng.Intn(len(users))]
+			var err error
+			if cells.rng.Float64() < pSub {
+				sub.Uid = uid
+				sub.Cell = cells.next()
+				_, err = st.Subscribe(ctx, sub)
+			} else {
+				pub.Uid = uid
+				pub.Cell = cells.next()
+				_, err = st.Publish(ctx, pub)
+			}
+			mu.Lock()
+			if err == nil {
+				err = tickFn(clock.Peek())
+			}
+			if i%nchunk == 0 || i == nops {
+				n := i % nchunk
+				if n == 0 {
+					n = nchunk
+				}
+				means = append(means, float64(time.Since(mark).Microseconds())/float64(n))
+				mark = time.Now()
+			}
+			mu.Unlock()
+			if err != nil {
+				return err
+			}
+		}
+	}
+	for c := 0; c < *clients; c++ {
+		go func() { errs <- client(int64(c + 1)) }()
+	}
+	for c := 0; c < *clients; c++ {
+		if e := <-errs; e != nil && err == nil {
+			err = e
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if b, ok := st.(interface{ Backend() listdb.Backend }); ok && *metrics {
+		for _, m := range b.Backend().Metrics() {
+			fmt.Fprintf(os.Stderr, "%s %s:\n%s\n", w.name, name, m)
 		}
 	}
 	return means, nil
@@ -188,9 +224,22 @@ func main() {
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
 	}
+	if *blockprof != "" {
+		runtime.SetBlockProfileRate(1000) // one sample per µs blocked
+		defer func() {
+			f, err := os.Create(*blockprof)
+			if err == nil {
+				err = pprof.Lookup("block").WriteTo(f, 0)
+				f.Close()
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+			}
+		}()
+	}
 	grid, _ := dewey.NewGrid(dewey.NewYorkState, 500, 500)
 	tree, _ := dewey.NewQuadTree(dewey.NewYorkState, 5)
-	fmt.Printf("%d operations per run (quad tree runs: 1/20 of that), simulated clock %v per operation; mean µs/op per %d operations (1/20 for the quad tree).\n\n", *ops, *tick, *chunk)
+	fmt.Printf("%d operations per run (quad tree runs: 1/20 of that) from %d client(s), simulated clock %v per operation; mean wall-clock µs/op per %d operations (1/20 for the quad tree).\n\n", *ops, *clients, *tick, *chunk)
 	fmt.Println("| workload | store | µs/op per chunk | overall µs/op | ops/s | vs first store |")
 	fmt.Println("|---|---|---|---:|---:|---:|")
 	for _, w := range workloads {
