@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/seed84792017/cellcast/dewey"
@@ -177,10 +178,26 @@ type Store struct {
 	// later of the two only.
 	mu    sync.Mutex
 	floor int64 // stamps below this were persisted as possibly issued
+
+	// deepest is, per namespace, the depth of the deepest cell ever
+	// written: a scan at that depth has no descendants to range over
+	// (a grid, or quad-tree leaves). Raised under mu, persisted before the
+	// write that needs it; read by scans, which start after their stamp
+	// and so see every raise made by an earlier operation.
+	deepest [2]atomic.Int32
+}
+
+func nsIndex(ns subscriptions.Namespace) int {
+	if ns == subscriptions.NSTopic {
+		return 1
+	}
+	return 0
 }
 
 // Meta keys live in their own namespaces: 'r' topic registry, 'm' metadata.
 var clockFloorKey = []byte("m/clock-floor")
+
+func deepestKey(ns subscriptions.Namespace) []byte { return []byte("m/deepest/" + string(rune(ns))) }
 
 const floorMargin = int64(time.Minute)
 
@@ -196,6 +213,19 @@ func NewStore(b Backend, cfg Config) (*Store, error) {
 		st.floor = int64(binary.LittleEndian.Uint64(v))
 	case err != nil && !errors.Is(err, lsm.ErrNotFound):
 		return nil, err
+	}
+	fresh := errors.Is(err, lsm.ErrNotFound) // nothing was ever written
+	for _, ns := range []subscriptions.Namespace{subscriptions.NSCell, subscriptions.NSTopic} {
+		v, err := b.Meta().Get(deepestKey(ns))
+		switch {
+		case err == nil && len(v) == 1:
+			st.deepest[nsIndex(ns)].Store(int32(v[0]))
+		case err == nil || !errors.Is(err, lsm.ErrNotFound):
+			return nil, fmt.Errorf("listdb: reading the deepest %c cell: %v", ns, err)
+		case !fresh:
+			// Written by a version that did not record it: assume any depth.
+			st.deepest[nsIndex(ns)].Store(255)
+		}
 	}
 	if st.clock == nil {
 		sc := &subscriptions.SystemClock{}
@@ -264,6 +294,24 @@ func (st *Store) write(list List, keys [][]byte, frag []byte, now int64) error {
 		st.floor = floor
 	}
 	return st.b.Append(appends, st.cfg.Sync)
+}
+
+// noteDepth records the depth of the cells an operation at c writes to,
+// before they are written. st.mu is held.
+func (st *Store) noteDepth(c subscriptions.Cell) error {
+	depth := len(c.ID)
+	if st.cfg.Granularity == Fixed {
+		depth = st.cfg.LeafDepth
+	}
+	d := &st.deepest[nsIndex(c.NS)]
+	if int32(depth) <= d.Load() {
+		return nil
+	}
+	if err := st.b.Meta().Set(deepestKey(c.NS), []byte{byte(depth)}, lsm.Sync); err != nil {
+		return err
+	}
+	d.Store(int32(depth))
+	return nil
 }
 
 // scan visits the lists that an operation at c, stamped now, must read: the
@@ -336,7 +384,11 @@ func (st *Store) scan(c subscriptions.Cell, lists Lists, now, pubBound, subBound
 		}
 		return nil
 	}
-	if err := run(cellKey(c), append([]byte{byte(c.NS)}, c.ID.SubtreeEnd()...)); err != nil {
+	var subtreeEnd []byte
+	if int32(len(c.ID)) < st.deepest[nsIndex(c.NS)].Load() {
+		subtreeEnd = append([]byte{byte(c.NS)}, c.ID.SubtreeEnd()...)
+	}
+	if err := run(cellKey(c), subtreeEnd); err != nil {
 		return err
 	}
 	for _, a := range c.ID.Ancestors() {
@@ -357,6 +409,9 @@ func (st *Store) stampAndStore(ctx context.Context, list List, build func(now in
 	var keys [][]byte
 	if err == nil {
 		keys, err = st.cellsFor(cell)
+	}
+	if err == nil && tmax > now {
+		err = st.noteDepth(cell)
 	}
 	if err == nil && tmax > now {
 		err = st.write(list, keys, frag, now)
