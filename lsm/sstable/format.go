@@ -12,7 +12,8 @@ import (
 
 const (
 	// FormatVersion is written in every footer; readers refuse others.
-	FormatVersion = 1
+	// Version 2: blocked bloom filters.
+	FormatVersion = 2
 	magic         = 0xce11ca57ce11ca57
 	footerLen     = 64
 	trailerLen    = 5

@@ -7,8 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/bits-and-blooms/bloom/v3"
-
 	"github.com/seed84792017/cellcast/lsm/internal/base"
 	"github.com/seed84792017/cellcast/lsm/vfs"
 )
@@ -47,7 +45,7 @@ type Reader struct {
 	name    string
 	opts    ReaderOptions
 	index   []indexEntry
-	filter  *bloom.BloomFilter
+	filter  *filter
 	props   Properties
 	collIdx map[string]int
 	stats   *ReadStats
@@ -215,7 +213,7 @@ func (r *Reader) MayContain(userKey []byte) bool {
 	if r.filter == nil {
 		return true
 	}
-	if r.filter.Test(userKey) {
+	if r.filter.mayContain(userKey) {
 		r.stats.FilterPositives.Add(1)
 		return true
 	}
