@@ -179,12 +179,14 @@ type Store struct {
 	mu    sync.Mutex
 	floor int64 // stamps below this were persisted as possibly issued
 
-	// deepest is, per namespace, the depth of the deepest cell ever
-	// written: a scan at that depth has no descendants to range over
-	// (a grid, or quad-tree leaves). Raised under mu, persisted before the
-	// write that needs it; read by scans, which start after their stamp
-	// and so see every raise made by an earlier operation.
-	deepest [2]atomic.Int32
+	// High-water marks of what was ever written, which bound scans: per
+	// namespace the deepest cell (a scan at that depth has no descendants
+	// to range over: a grid, quad-tree leaves), and per list the longest
+	// lifetime Tmax − stamp (records stamped longer ago than that are
+	// expired, so a scan stops there: thesis Algorithm 1 with the
+	// store's real windows instead of the configured limits).
+	deepest [2]mark
+	span    [2]mark
 }
 
 func nsIndex(ns subscriptions.Namespace) int {
@@ -194,10 +196,41 @@ func nsIndex(ns subscriptions.Namespace) int {
 	return 0
 }
 
+// A mark is a persisted high-water mark. It is raised, and synced, under
+// st.mu before the write that needs it; scans read it after taking their
+// stamp, so they see every raise made for an operation stamped earlier.
+type mark struct {
+	key []byte
+	v   atomic.Int64
+}
+
+// load reads the mark; a store written before marks existed gets legacy.
+func (m *mark) load(db *lsm.DB, fresh bool, legacy int64) error {
+	v, err := db.Get(m.key)
+	switch {
+	case err == nil && len(v) == 8:
+		m.v.Store(int64(binary.LittleEndian.Uint64(v)))
+	case err == nil || !errors.Is(err, lsm.ErrNotFound):
+		return fmt.Errorf("listdb: reading %s: %v", m.key, err)
+	case !fresh:
+		m.v.Store(legacy)
+	}
+	return nil
+}
+
+func (m *mark) raise(db *lsm.DB, v int64) error {
+	if v <= m.v.Load() {
+		return nil
+	}
+	if err := db.Set(m.key, binary.LittleEndian.AppendUint64(nil, uint64(v)), lsm.Sync); err != nil {
+		return err
+	}
+	m.v.Store(v)
+	return nil
+}
+
 // Meta keys live in their own namespaces: 'r' topic registry, 'm' metadata.
 var clockFloorKey = []byte("m/clock-floor")
-
-func deepestKey(ns subscriptions.Namespace) []byte { return []byte("m/deepest/" + string(rune(ns))) }
 
 const floorMargin = int64(time.Minute)
 
@@ -215,16 +248,17 @@ func NewStore(b Backend, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	fresh := errors.Is(err, lsm.ErrNotFound) // nothing was ever written
-	for _, ns := range []subscriptions.Namespace{subscriptions.NSCell, subscriptions.NSTopic} {
-		v, err := b.Meta().Get(deepestKey(ns))
-		switch {
-		case err == nil && len(v) == 1:
-			st.deepest[nsIndex(ns)].Store(int32(v[0]))
-		case err == nil || !errors.Is(err, lsm.ErrNotFound):
-			return nil, fmt.Errorf("listdb: reading the deepest %c cell: %v", ns, err)
-		case !fresh:
-			// Written by a version that did not record it: assume any depth.
-			st.deepest[nsIndex(ns)].Store(255)
+	st.deepest[0].key, st.deepest[1].key = []byte("m/deepest/c"), []byte("m/deepest/t")
+	st.span[Pubs].key, st.span[Subs].key = []byte("m/span/pubs"), []byte("m/span/subs")
+	for _, m := range []struct {
+		*mark
+		legacy int64
+	}{
+		{&st.deepest[0], 255}, {&st.deepest[1], 255},
+		{&st.span[Pubs], int64(st.limits.MaxExpiry)}, {&st.span[Subs], int64(st.limits.MaxFuture)},
+	} {
+		if err := m.load(b.Meta(), fresh, m.legacy); err != nil {
+			return nil, err
 		}
 	}
 	if st.clock == nil {
@@ -296,23 +330,23 @@ func (st *Store) write(list List, keys [][]byte, frag []byte, now int64) error {
 	return st.b.Append(appends, st.cfg.Sync)
 }
 
-// noteDepth records the depth of the cells an operation at c writes to,
-// before they are written. st.mu is held.
-func (st *Store) noteDepth(c subscriptions.Cell) error {
+// raiseMarks records, before the write, the depth of the cells an
+// operation at c writes to and the lifetime of its record, rounded up to
+// whole seconds so marks rarely move. st.mu is held.
+func (st *Store) raiseMarks(list List, c subscriptions.Cell, lifetime int64) error {
 	depth := len(c.ID)
 	if st.cfg.Granularity == Fixed {
 		depth = st.cfg.LeafDepth
 	}
-	d := &st.deepest[nsIndex(c.NS)]
-	if int32(depth) <= d.Load() {
-		return nil
-	}
-	if err := st.b.Meta().Set(deepestKey(c.NS), []byte{byte(depth)}, lsm.Sync); err != nil {
+	if err := st.deepest[nsIndex(c.NS)].raise(st.b.Meta(), int64(depth)); err != nil {
 		return err
 	}
-	d.Store(int32(depth))
-	return nil
+	sec := int64(time.Second)
+	return st.span[list].raise(st.b.Meta(), (lifetime+sec-1)/sec*sec)
 }
+
+// oldest is the stamp below which no record of list is live at now.
+func (st *Store) oldest(list List, now int64) int64 { return now - st.span[list].v.Load() }
 
 // scan visits the lists that an operation at c, stamped now, must read: the
 // subtree and the ancestors (variable), or the leaves (fixed). bounds give,
@@ -385,7 +419,7 @@ func (st *Store) scan(c subscriptions.Cell, lists Lists, now, pubBound, subBound
 		return nil
 	}
 	var subtreeEnd []byte
-	if int32(len(c.ID)) < st.deepest[nsIndex(c.NS)].Load() {
+	if int64(len(c.ID)) < st.deepest[nsIndex(c.NS)].v.Load() {
 		subtreeEnd = append([]byte{byte(c.NS)}, c.ID.SubtreeEnd()...)
 	}
 	if err := run(cellKey(c), subtreeEnd); err != nil {
@@ -411,7 +445,7 @@ func (st *Store) stampAndStore(ctx context.Context, list List, build func(now in
 		keys, err = st.cellsFor(cell)
 	}
 	if err == nil && tmax > now {
-		err = st.noteDepth(cell)
+		err = st.raiseMarks(list, cell, tmax-now)
 	}
 	if err == nil && tmax > now {
 		err = st.write(list, keys, frag, now)
@@ -473,8 +507,8 @@ func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequ
 	res := &subscriptions.SubscribeResult{Sub: s, Stored: stored}
 	sc := st.newScanState()
 	var prior []*subscriptions.Subscription
-	subBound := now - int64(st.limits.MaxFuture)
-	err = st.scan(s.Cell, Lists{Pubs: true, Subs: s.SelfJoin}, now, s.Tmin, subBound, func(l List, r *Rec) error {
+	pubBound := max(s.Tmin, st.oldest(Pubs, now))
+	err = st.scan(s.Cell, Lists{Pubs: true, Subs: s.SelfJoin}, now, pubBound, st.oldest(Subs, now), func(l List, r *Rec) error {
 		if sc.skip(r, now) {
 			return nil
 		}
@@ -531,9 +565,7 @@ func (st *Store) Publish(ctx context.Context, req *subscriptions.PublishRequest)
 	}
 	res := &subscriptions.PublishResult{Pub: p, Stored: stored}
 	sc := st.newScanState()
-	subBound := now - int64(st.limits.MaxFuture)
-	pubBound := now - int64(st.limits.MaxExpiry)
-	err = st.scan(p.Cell, Lists{Subs: true, Pubs: req.SelfJoin}, now, pubBound, subBound, func(l List, r *Rec) error {
+	err = st.scan(p.Cell, Lists{Subs: true, Pubs: req.SelfJoin}, now, st.oldest(Pubs, now), st.oldest(Subs, now), func(l List, r *Rec) error {
 		if sc.skip(r, now) {
 			return nil
 		}
