@@ -29,6 +29,8 @@ import (
 	"github.com/seed84792017/cellcast/dewey"
 	"github.com/seed84792017/cellcast/dualdb"
 	"github.com/seed84792017/cellcast/listdb"
+	"github.com/seed84792017/cellcast/lsm"
+	"github.com/seed84792017/cellcast/lsm/sstable"
 	"github.com/seed84792017/cellcast/subscriptions"
 	"github.com/seed84792017/cellcast/twodb"
 )
@@ -42,6 +44,10 @@ var (
 	chunk      = flag.Int("chunk", 1_000_000, "report a mean every this many operations")
 	cpuprofile = flag.String("cpuprofile", "", "write a CPU profile here")
 	blockprof  = flag.String("blockprofile", "", "write a profile of where clients wait (locks, channels) here")
+	cacheMiB   = flag.Int("cache-mib", 0, "block cache per engine in MiB (0: a share of the store's default budget)")
+	memMiB     = flag.Int("memtable-mib", 0, "memtable size per engine in MiB (0: a share of the store's default budget)")
+	blockSize  = flag.Int("block-size", 0, "target table block size in bytes (0: the engine default)")
+	noSnappy   = flag.Bool("no-snappy", false, "store table blocks uncompressed")
 	clients    = flag.Int("clients", 1, "concurrent clients issuing the operations (1 reproduces the thesis's single-threaded runs)")
 	metrics    = flag.Bool("metrics", false, "print each engine's metrics to stderr after a run")
 )
@@ -76,23 +82,32 @@ func open(name, dir string, clock *subscriptions.FakeClock, tree *dewey.QuadTree
 	noTick := func(int64) error { return nil }
 	switch name {
 	case "dualdb", "dualdb variable":
-		s, err := dualdb.Open(dir, cfg, nil)
+		s, err := dualdb.Open(dir, cfg, engineOptions())
 		return s, noTick, err
 	case "dualdb fixed":
 		cfg.Granularity, cfg.Tree, cfg.LeafDepth = listdb.Fixed, tree, 5
-		s, err := dualdb.Open(dir, cfg, nil)
+		s, err := dualdb.Open(dir, cfg, engineOptions())
 		return s, noTick, err
 	case "twodb":
-		s, err := twodb.Open(dir, cfg, nil)
+		s, err := twodb.Open(dir, cfg, engineOptions())
 		return s, noTick, err
 	case "repqueries":
-		s, err := repqueries.Open(dir, cfg, nil, *tr)
+		s, err := repqueries.Open(dir, cfg, engineOptions(), *tr)
 		if err != nil {
 			return nil, nil, err
 		}
 		return s, func(now int64) error { return s.Tick(context.Background(), now) }, nil
 	}
 	return nil, nil, fmt.Errorf("unknown store %q", name)
+}
+
+// engineOptions applies the tuning flags.
+func engineOptions() *lsm.Options {
+	o := &lsm.Options{BlockCacheSize: int64(*cacheMiB) << 20, MemTableSize: int64(*memMiB) << 20, BlockSize: *blockSize}
+	if *noSnappy {
+		o.Compression = sstable.NoCompression
+	}
+	return o
 }
 
 // cellSource draws operation cells: uniform points, mapped to the grid or to
