@@ -85,7 +85,7 @@ type Config struct {
 // block cache. The same total for every architecture keeps comparisons fair.
 const (
 	DefaultMemTableBudget = 8 << 20
-	DefaultCacheBudget    = 64 << 20
+	DefaultCacheBudget    = 128 << 20
 )
 
 // DBOptions returns lsm options with the list merger, the expiry filter and

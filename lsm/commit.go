@@ -49,6 +49,10 @@ func (d *DB) createWAL(num uint64) (*walWriter, error) {
 	return l, nil
 }
 
+// walFlushDelay is how long an unsynced commit may wait in memory before
+// the flusher hands it to the OS.
+const walFlushDelay = 500 * time.Microsecond
+
 // maxUnflushedWAL bounds what unsynced commits may leave in memory: past
 // it the commit leader writes the buffer out itself.
 const maxUnflushedWAL = 1 << 20
@@ -101,6 +105,14 @@ func (l *walWriter) flushLoop() {
 		case <-l.done:
 			return
 		case <-l.kick:
+			// Let the writes of the next moments ride along: one wake-up
+			// and one write(2) per walFlushDelay under load, not one per
+			// commit.
+			select {
+			case <-l.done:
+				return
+			case <-time.After(walFlushDelay):
+			}
 			if err := l.flush(false); err != nil {
 				l.onError(err)
 				return
