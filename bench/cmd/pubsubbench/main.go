@@ -19,6 +19,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,6 +44,7 @@ var (
 	tick       = flag.Duration("tick", 10*time.Microsecond, "simulated time per operation")
 	chunk      = flag.Int("chunk", 1_000_000, "report a mean every this many operations")
 	cpuprofile = flag.String("cpuprofile", "", "write a CPU profile here")
+	traceOut   = flag.String("trace", "", "write a runtime execution trace here")
 	blockprof  = flag.String("blockprofile", "", "write a profile of where clients wait (locks, channels) here")
 	cacheMiB   = flag.Int("cache-mib", 0, "block cache per engine in MiB (0: a share of the store's default budget)")
 	memMiB     = flag.Int("memtable-mib", 0, "memtable size per engine in MiB (0: a share of the store's default budget)")
@@ -238,6 +240,15 @@ func main() {
 		}
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
+	}
+	if *traceOut != "" {
+		f, err := os.Create(*traceOut)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		trace.Start(f)
+		defer trace.Stop()
 	}
 	if *blockprof != "" {
 		runtime.SetBlockProfileRate(1000) // one sample per µs blocked
