@@ -4,34 +4,17 @@ import (
 	"context"
 	"flag"
 	"math/rand"
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/seed84792017/cellcast/dewey"
+	"github.com/seed84792017/cellcast/internal/procstat"
 	"github.com/seed84792017/cellcast/listdb"
 	"github.com/seed84792017/cellcast/subscriptions"
 )
 
 var rssSubs = flag.Int("store.rss", 0, "store this many live subscriptions and report RSS (e.g. 10000000)")
-
-// rssMiB reads the resident set size of this process.
-func rssMiB() float64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return -1
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
-			kb, _ := strconv.Atoi(strings.Fields(line)[1])
-			return float64(kb) / 1024
-		}
-	}
-	return -1
-}
 
 // RSS stores -store.rss live subscriptions (one-hour windows, random grid
 // cells) with default engine options and checks that RSS stays under
@@ -61,7 +44,7 @@ func RSS(t *testing.T, open Opener) {
 		}
 		if i%1_000_000 == 0 {
 			runtime.GC()
-			r := rssMiB()
+			r := procstat.RSSMiB()
 			peak = max(peak, r)
 			t.Logf("%d live subscriptions: RSS %.0f MiB, %.0f subscribes/s", i, r, float64(i)/time.Since(began).Seconds())
 		}

@@ -29,6 +29,7 @@ import (
 	"github.com/seed84792017/cellcast/bench/repqueries"
 	"github.com/seed84792017/cellcast/dewey"
 	"github.com/seed84792017/cellcast/dualdb"
+	"github.com/seed84792017/cellcast/internal/procstat"
 	"github.com/seed84792017/cellcast/listdb"
 	"github.com/seed84792017/cellcast/lsm"
 	"github.com/seed84792017/cellcast/lsm/sstable"
@@ -149,16 +150,18 @@ var users = func() []string {
 	return u
 }()
 
-func run(w workload, name string, tree *dewey.QuadTree, grid *dewey.Grid) ([]float64, error) {
+// run returns the mean µs per operation of each chunk and the resident set
+// size in MiB at the end, with the store still open.
+func run(w workload, name string, tree *dewey.QuadTree, grid *dewey.Grid) ([]float64, float64, error) {
 	dir, err := os.MkdirTemp("", "pubsubbench")
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer os.RemoveAll(dir)
 	clock := subscriptions.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
 	st, tickFn, err := open(name, dir, clock, tree)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer st.Close()
 	nops, nchunk := int64(*ops/w.scale), int64(*chunk/w.scale)
@@ -220,14 +223,14 @@ func run(w workload, name string, tree *dewey.QuadTree, grid *dewey.Grid) ([]flo
 		}
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if b, ok := st.(interface{ Backend() listdb.Backend }); ok && *metrics {
 		for _, m := range b.Backend().Metrics() {
 			fmt.Fprintf(os.Stderr, "%s %s:\n%s\n", w.name, name, m)
 		}
 	}
-	return means, nil
+	return means, procstat.RSSMiB(), nil
 }
 
 func main() {
@@ -266,8 +269,8 @@ func main() {
 	grid, _ := dewey.NewGrid(dewey.NewYorkState, 500, 500)
 	tree, _ := dewey.NewQuadTree(dewey.NewYorkState, 5)
 	fmt.Printf("%d operations per run (quad tree runs: 1/20 of that) from %d client(s), simulated clock %v per operation; mean wall-clock µs/op per %d operations (1/20 for the quad tree).\n\n", *ops, *clients, *tick, *chunk)
-	fmt.Println("| workload | store | µs/op per chunk | overall µs/op | ops/s | vs first store |")
-	fmt.Println("|---|---|---|---:|---:|---:|")
+	fmt.Println("| workload | store | µs/op per chunk | overall µs/op | ops/s | vs first store | RSS MiB |")
+	fmt.Println("|---|---|---|---:|---:|---:|---:|")
 	for _, w := range workloads {
 		if *only != "" && !strings.Contains(w.name, *only) {
 			continue
@@ -277,7 +280,7 @@ func main() {
 			if *onlyStore != "" && !strings.Contains(name, *onlyStore) {
 				continue
 			}
-			means, err := run(w, name, tree, grid)
+			means, rss, err := run(w, name, tree, grid)
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "pubsubbench:", w.name, name, err)
 				os.Exit(1)
@@ -292,7 +295,7 @@ func main() {
 			if first == 0 {
 				first = overall
 			}
-			fmt.Printf("| %s | %s | %s | %.2f | %.0f | %.2f× |\n", w.name, name, strings.Join(parts, " "), overall, 1e6/overall, overall/first)
+			fmt.Printf("| %s | %s | %s | %.2f | %.0f | %.2f× | %.0f |\n", w.name, name, strings.Join(parts, " "), overall, 1e6/overall, overall/first, rss)
 		}
 	}
 }
