@@ -210,8 +210,10 @@ func (m *mark) load(db *lsm.DB, fresh bool, legacy int64) error {
 	switch {
 	case err == nil && len(v) == 8:
 		m.v.Store(int64(binary.LittleEndian.Uint64(v)))
-	case err == nil || !errors.Is(err, lsm.ErrNotFound):
-		return fmt.Errorf("listdb: reading %s: %v", m.key, err)
+	case err == nil:
+		return fmt.Errorf("listdb: %s holds %d bytes, want 8", m.key, len(v))
+	case !errors.Is(err, lsm.ErrNotFound):
+		return fmt.Errorf("listdb: reading %s: %w", m.key, err)
 	case !fresh:
 		m.v.Store(legacy)
 	}
