@@ -14,9 +14,11 @@ vet:
 unit:
 	$(GO) test -count=1 ./...
 
-# The concurrent engine code under the race detector (short mode keeps it quick).
+# The concurrent engine code, and the stores driven from several goroutines,
+# under the race detector (short mode keeps it quick).
 race:
 	$(GO) test -count=1 -race -short ./lsm/...
+	$(GO) test -count=1 -race -short -run Concurrent ./dualdb ./twodb
 
 # Each decoder's fuzz target, briefly.
 fuzz:

@@ -61,42 +61,75 @@ func (r *run) reopen() {
 	r.store = s
 }
 
-// cell draws geo cells at every depth (and, unless fixed, topics and
-// another raw hierarchy), concentrated so that many overlap.
 func (r *run) cell() subscriptions.Cell {
+	c, err := r.cellFrom(r.rng)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return c
+}
+
+// cellFrom draws geo cells at every depth (and, unless fixed, topics and
+// another raw hierarchy), concentrated so that many overlap.
+func (r *run) cellFrom(rng *rand.Rand) (subscriptions.Cell, error) {
 	maxDepth := 6
 	if r.fixed {
 		maxDepth = r.cfg.LeafDepth
 	}
-	if !r.fixed && r.rng.Intn(5) == 0 {
+	if !r.fixed && rng.Intn(5) == 0 {
 		ns := subscriptions.NSTopic
-		if r.rng.Intn(2) == 0 {
+		if rng.Intn(2) == 0 {
 			ns = subscriptions.NSCell
 			id := dewey.ID{7}
-			for d := r.rng.Intn(3); d > 0; d-- {
-				id = id.Child(uint32(1 + r.rng.Intn(300)))
+			for d := rng.Intn(3); d > 0; d-- {
+				id = id.Child(uint32(1 + rng.Intn(300)))
 			}
-			return subscriptions.Cell{NS: ns, ID: id}
+			return subscriptions.Cell{NS: ns, ID: id}, nil
 		}
-		id := dewey.ID{uint32(1 + r.rng.Intn(2))}
-		for d := r.rng.Intn(3); d > 0; d-- {
-			id = id.Child(uint32(1 + r.rng.Intn(2)))
+		id := dewey.ID{uint32(1 + rng.Intn(2))}
+		for d := rng.Intn(3); d > 0; d-- {
+			id = id.Child(uint32(1 + rng.Intn(2)))
 		}
-		return subscriptions.Cell{NS: ns, ID: id}
+		return subscriptions.Cell{NS: ns, ID: id}, nil
 	}
 	// Points in a small area so cells collide; depth skewed deep.
-	lat := 42.0 + r.rng.Float64()*0.6
-	lng := -75.0 + r.rng.Float64()*0.6
-	depth := maxDepth - int(r.rng.ExpFloat64())
+	lat := 42.0 + rng.Float64()*0.6
+	lng := -75.0 + rng.Float64()*0.6
+	depth := maxDepth - int(rng.ExpFloat64())
 	depth = max(1, min(depth, maxDepth))
 	id, err := r.tree.Cell(lat, lng, depth)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return subscriptions.Cell{NS: subscriptions.NSCell, ID: id}
+	return subscriptions.Cell{NS: subscriptions.NSCell, ID: id}, err
 }
 
 var words = []string{"accident", "fire", "roadwork", "flood", "parade"}
+
+// subscribeRequest draws a valid SUBSCRIBE at c: windows up to 14 s, some
+// self-joins and filters.
+func subscribeRequest(rng *rand.Rand, uid string, c subscriptions.Cell) *subscriptions.SubscribeRequest {
+	req := &subscriptions.SubscribeRequest{
+		Uid: uid, Cell: c, SelfJoin: rng.Intn(3) == 0,
+		Past:   time.Duration(rng.Intn(15)) * time.Second,
+		Future: time.Duration(rng.Intn(15)) * time.Second,
+	}
+	if rng.Intn(6) == 0 {
+		req.Filter.Keyword = words[rng.Intn(len(words))]
+	}
+	if rng.Intn(10) == 0 {
+		req.Filter.Attrs = map[string]string{"kind": words[rng.Intn(2)]}
+	}
+	return req
+}
+
+// publishRequest draws a valid PUBLISH at c: expiries up to 29 s, some
+// self-joins.
+func publishRequest(rng *rand.Rand, uid string, c subscriptions.Cell) *subscriptions.PublishRequest {
+	return &subscriptions.PublishRequest{
+		Uid: uid, Cell: c, SelfJoin: rng.Intn(5) == 0,
+		Expires: time.Duration(rng.Intn(30)) * time.Second,
+		Desc:    words[rng.Intn(len(words))] + " near somewhere",
+		Attrs:   map[string]string{"kind": words[rng.Intn(3)]},
+	}
+}
 
 func (r *run) tick() {
 	d := time.Duration(r.rng.Intn(400)) * time.Millisecond
@@ -136,17 +169,7 @@ func (r *run) step(i int) {
 	uid := r.users[r.rng.Intn(len(r.users))]
 	switch p := r.rng.Intn(100); {
 	case p < 40:
-		req := &subscriptions.SubscribeRequest{
-			Uid: uid, Cell: r.cell(), SelfJoin: r.rng.Intn(3) == 0,
-			Past:   time.Duration(r.rng.Intn(15)) * time.Second,
-			Future: time.Duration(r.rng.Intn(15)) * time.Second,
-		}
-		if r.rng.Intn(6) == 0 {
-			req.Filter.Keyword = words[r.rng.Intn(len(words))]
-		}
-		if r.rng.Intn(10) == 0 {
-			req.Filter.Attrs = map[string]string{"kind": words[r.rng.Intn(2)]}
-		}
+		req := subscribeRequest(r.rng, uid, r.cell())
 		if r.rng.Intn(50) == 0 {
 			req.Future = 2 * time.Minute // over the limit
 		}
@@ -165,12 +188,7 @@ func (r *run) step(i int) {
 			r.sids = append(r.sids, want.Sub.Sid())
 		}
 	case p < 80:
-		req := &subscriptions.PublishRequest{
-			Uid: uid, Cell: r.cell(), SelfJoin: r.rng.Intn(5) == 0,
-			Expires: time.Duration(r.rng.Intn(30)) * time.Second,
-			Desc:    words[r.rng.Intn(len(words))] + " near somewhere",
-			Attrs:   map[string]string{"kind": words[r.rng.Intn(3)]},
-		}
+		req := publishRequest(r.rng, uid, r.cell())
 		got, gerr := r.store.Publish(ctx, req)
 		want, werr := r.oracle.Publish(ctx, req)
 		if !sameErr(gerr, werr) {
