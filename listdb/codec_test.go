@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/seed84792017/cellcast/dewey"
@@ -70,6 +71,29 @@ func TestExpiryFilter(t *testing.T) {
 	// A cancel whose subscription lives elsewhere stays.
 	if d, _ := f.Filter(0, nil, lsm.KindMerge, mk(EncodeCancel(30, 20, 3000))); d != lsm.FilterKeep {
 		t.Fatalf("lone cancel: %v", d)
+	}
+}
+
+// An operation still reading keeps every record live at its stamp, however
+// far the clock has moved on; once it ends, they go.
+func TestExpiryFilterKeepsWhatInFlightOperationsSee(t *testing.T) {
+	tr := newInflight()
+	now := 10 * ExpiryGrace
+	f := &ExpiryFilter{Now: func() int64 { return now }, InFlight: tr.oldestStamp}
+	p := subscriptions.Publication{Uid: "u", Cell: cell, Tp: 10, Tmax: 500}
+	v, _ := Merger.Merge(nil, [][]byte{EncodePublication(&p)}, false)
+	tr.begin(400) // live at its stamp: Tmax 500 >= 400
+	tr.begin(450)
+	tr.end(450)
+	if d, _ := f.Filter(0, nil, lsm.KindMerge, v); d != lsm.FilterKeep {
+		t.Fatalf("record an in-flight operation may report was %v", d)
+	}
+	tr.end(400)
+	if got := tr.oldestStamp(); got != math.MaxInt64 {
+		t.Fatalf("oldest in flight %d after every operation ended", got)
+	}
+	if d, _ := f.Filter(0, nil, lsm.KindMerge, v); d != lsm.FilterRemove {
+		t.Fatalf("expired record with nothing in flight was %v", d)
 	}
 }
 

@@ -51,15 +51,18 @@ func rebuild(recs [][]byte, h header) []byte {
 // ExpiryFilter drops records whose Tmax has passed and every cancelled
 // subscription whose cancel sits in the same value (both go). A fragment
 // whose header says everything expired is dropped without being decoded.
-// Now reads the broker's current time without taking a stamp. A record
-// goes only once it expired more than ExpiryGrace ago: an operation
-// stamped a moment earlier may still be reading it.
+// Now reads the broker's current time without taking a stamp. InFlight,
+// if set, returns the stamp of the oldest operation still reading (or
+// math.MaxInt64): a record it may report, one live at its stamp, must
+// stay however long that operation takes. A record goes only once it
+// expired more than ExpiryGrace before both.
 type ExpiryFilter struct {
-	Now func() int64
+	Now      func() int64
+	InFlight func() int64
 }
 
-// ExpiryGrace is how long past its Tmax a record stays for operations in
-// flight.
+// ExpiryGrace is how long past its Tmax a record stays: a margin for
+// clocks, as operations in flight are accounted for exactly.
 const ExpiryGrace = int64(time.Second)
 
 // Filter implements lsm.CompactionFilter.
@@ -69,7 +72,11 @@ func (f *ExpiryFilter) Filter(_ int, _ []byte, _ lsm.Kind, v []byte) (lsm.Filter
 		// Not ours to judge: keep it, reads will report the damage.
 		return lsm.FilterKeep, nil
 	}
-	now := f.Now() - ExpiryGrace
+	now := f.Now()
+	if f.InFlight != nil {
+		now = min(now, f.InFlight())
+	}
+	now -= ExpiryGrace
 	if h.maxTmax < now {
 		return lsm.FilterRemove, nil
 	}

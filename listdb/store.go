@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,7 +80,54 @@ type Config struct {
 	LeafDepth   int
 	// MaxTopicDepth bounds topic paths. Default 8.
 	MaxTopicDepth int
+
+	// inflight ties the engines' expiry filter (made by DBOptions) to the
+	// store's operations (NewStore): pass NewStore the Config that
+	// DBOptions was called on.
+	inflight *inflight
 }
+
+// inflight tracks the stamps of operations between taking their stamp and
+// finishing their reads, so compaction never drops a record one of them may
+// still report, however long it takes.
+type inflight struct {
+	mu     sync.Mutex
+	active map[int64]struct{}
+	oldest atomic.Int64 // math.MaxInt64 when none
+}
+
+func newInflight() *inflight {
+	f := &inflight{active: map[int64]struct{}{}}
+	f.oldest.Store(math.MaxInt64)
+	return f
+}
+
+// begin registers an operation stamped now. Stamps are issued in
+// increasing order under Store.mu, which begin runs under, so a new stamp
+// never lowers the oldest unless there was none.
+func (f *inflight) begin(now int64) {
+	f.mu.Lock()
+	f.active[now] = struct{}{}
+	if len(f.active) == 1 {
+		f.oldest.Store(now)
+	}
+	f.mu.Unlock()
+}
+
+func (f *inflight) end(now int64) {
+	f.mu.Lock()
+	delete(f.active, now)
+	if f.oldest.Load() == now {
+		oldest := int64(math.MaxInt64)
+		for t := range f.active {
+			oldest = min(oldest, t)
+		}
+		f.oldest.Store(oldest)
+	}
+	f.mu.Unlock()
+}
+
+func (f *inflight) oldestStamp() int64 { return f.oldest.Load() }
 
 // A store's default memory budget, shared by its engines: memtables and
 // block cache. The same total for every architecture keeps comparisons fair.
@@ -104,7 +152,10 @@ func (c *Config) DBOptions(base *lsm.Options, engines int) *lsm.Options {
 		o.BlockCacheSize = DefaultCacheBudget / int64(engines)
 	}
 	o.Merger = Merger
-	o.CompactionFilter = &ExpiryFilter{Now: c.now()}
+	if c.inflight == nil {
+		c.inflight = newInflight()
+	}
+	o.CompactionFilter = &ExpiryFilter{Now: c.now(), InFlight: c.inflight.oldestStamp}
 	o.BlockPropertyCollectors = append(o.BlockPropertyCollectors, NewTimesCollector)
 	o.FilterPrefixes = CellPrefixes
 	return &o
@@ -238,6 +289,9 @@ const floorMargin = int64(time.Minute)
 
 // NewStore wraps a backend.
 func NewStore(b Backend, cfg Config) (*Store, error) {
+	if cfg.inflight == nil {
+		cfg.inflight = newInflight()
+	}
 	st := &Store{b: b, cfg: cfg, limits: cfg.Limits.WithDefaults(), clock: cfg.Clock}
 	if cfg.Granularity == Fixed && (cfg.Tree == nil || cfg.LeafDepth < 1 || cfg.LeafDepth > cfg.Tree.MaxDepth()) {
 		return nil, fmt.Errorf("listdb: fixed granularity needs a quad tree and a leaf depth within it")
@@ -437,10 +491,12 @@ func (st *Store) scan(c subscriptions.Cell, lists Lists, now, pubBound, subBound
 
 // stampAndStore takes the operation's stamp, builds its record and, if it
 // outlives now, appends it to list, all under st.mu so records reach the
-// engine in stamp order.
+// engine in stamp order. Unless it fails, the operation is in flight until
+// the caller calls st.cfg.inflight.end(now).
 func (st *Store) stampAndStore(ctx context.Context, list List, build func(now int64) (subscriptions.Cell, int64, []byte, error)) (now int64, stored bool, err error) {
 	st.mu.Lock()
 	now = st.clock.Now()
+	st.cfg.inflight.begin(now)
 	cell, tmax, frag, err := build(now)
 	var keys [][]byte
 	if err == nil {
@@ -456,6 +512,9 @@ func (st *Store) stampAndStore(ctx context.Context, list List, build func(now in
 	st.mu.Unlock()
 	if err == nil {
 		err = ctx.Err()
+	}
+	if err != nil {
+		st.cfg.inflight.end(now)
 	}
 	return now, stored, err
 }
@@ -506,6 +565,7 @@ func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequ
 	if err != nil {
 		return nil, err
 	}
+	defer st.cfg.inflight.end(now)
 	res := &subscriptions.SubscribeResult{Sub: s, Stored: stored}
 	sc := st.newScanState()
 	var prior []*subscriptions.Subscription
@@ -565,6 +625,7 @@ func (st *Store) Publish(ctx context.Context, req *subscriptions.PublishRequest)
 	if err != nil {
 		return nil, err
 	}
+	defer st.cfg.inflight.end(now)
 	res := &subscriptions.PublishResult{Pub: p, Stored: stored}
 	sc := st.newScanState()
 	err = st.scan(p.Cell, Lists{Subs: true, Pubs: req.SelfJoin}, now, st.oldest(Pubs, now), st.oldest(Subs, now), func(l List, r *Rec) error {
@@ -608,6 +669,8 @@ func (st *Store) Unsubscribe(ctx context.Context, sid string) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	now := st.clock.Now()
+	st.cfg.inflight.begin(now)
+	defer st.cfg.inflight.end(now)
 	ts, cell, err := subscriptions.ParseID(sid)
 	if err != nil {
 		return err
