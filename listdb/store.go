@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -671,20 +672,32 @@ func (st *Store) Unsubscribe(ctx context.Context, sid string) error {
 	now := st.clock.Now()
 	st.cfg.inflight.begin(now)
 	defer st.cfg.inflight.end(now)
-	ts, cell, err := subscriptions.ParseID(sid)
+	found, keys, err := st.find(sid, now)
 	if err != nil {
 		return err
 	}
+	return st.write(Subs, keys, EncodeCancel(now, found.Ts, found.Tmax), now)
+}
+
+// find returns the subscription sid if it is live at now, and the keys
+// it is stored under.
+func (st *Store) find(sid string, now int64) (subscriptions.Subscription, [][]byte, error) {
+	var s subscriptions.Subscription
+	ts, cell, err := subscriptions.ParseID(sid)
+	if err != nil {
+		return s, nil, err
+	}
 	if err := st.limits.CheckCell(cell); err != nil {
-		return fmt.Errorf("%w: %w", subscriptions.ErrBadID, err)
+		return s, nil, fmt.Errorf("%w: %w", subscriptions.ErrBadID, err)
 	}
 	keys, err := st.cellsFor(cell)
 	if err != nil {
-		return err
+		return s, nil, err
 	}
 	var found *Rec
 	cancelled := false
 	var ferr error
+	// A cancel is newer than its subscription, so it comes first.
 	err = st.b.Visit(keys[0], nil, Lists{Subs: true}, nil, func(_ List, f *lsm.Fragment) lsm.VisitDecision {
 		ferr = forEach(f.Value, func(r *Rec) bool {
 			switch {
@@ -706,12 +719,65 @@ func (st *Store) Unsubscribe(ctx context.Context, sid string) error {
 		err = ferr
 	}
 	if err != nil {
-		return err
+		return s, nil, err
 	}
 	if found == nil || cancelled || found.Tmax < now {
-		return fmt.Errorf("%w: %s", subscriptions.ErrUnknownSid, sid)
+		return s, nil, fmt.Errorf("%w: %s", subscriptions.ErrUnknownSid, sid)
 	}
-	return st.write(Subs, keys, EncodeCancel(now, ts, found.Tmax), now)
+	s, err = found.Subscription()
+	return s, keys, err
+}
+
+// stamp takes a stamp for a read-only operation, which is in flight until
+// the caller calls st.cfg.inflight.end. Taking it under st.mu means every
+// record stamped earlier has been written.
+func (st *Store) stamp() int64 {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	now := st.clock.Now()
+	st.cfg.inflight.begin(now)
+	return now
+}
+
+// Lookup implements subscriptions.Store.
+func (st *Store) Lookup(ctx context.Context, sid string) (subscriptions.Subscription, error) {
+	now := st.stamp()
+	defer st.cfg.inflight.end(now)
+	s, _, err := st.find(sid, now)
+	return s, err
+}
+
+// Replay implements subscriptions.Store.
+func (st *Store) Replay(ctx context.Context, sid string, after int64) (*subscriptions.ReplayResult, error) {
+	now := st.stamp()
+	defer st.cfg.inflight.end(now)
+	s, _, err := st.find(sid, now)
+	if err != nil {
+		return nil, err
+	}
+	res := &subscriptions.ReplayResult{Sub: s, Now: now}
+	sc := st.newScanState()
+	bound := max(s.Tmin, s.Ts, after, st.oldest(Pubs, now))
+	err = st.scan(s.Cell, Lists{Pubs: true}, now, bound, now, func(l List, r *Rec) error {
+		if sc.skip(r, now) || r.Kind != KindPublication || r.T <= after {
+			return nil
+		}
+		p, err := r.Publication()
+		if err != nil {
+			return err
+		}
+		sc.mark(r.T)
+		if subscriptions.Notified(&p, &s, now) {
+			res.Pubs = append(res.Pubs, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	subscriptions.SortPublications(res.Pubs)
+	slices.Reverse(res.Pubs)
+	return res, ctx.Err()
 }
 
 // topicStore keeps the topic registry under 'r' + path.

@@ -30,3 +30,11 @@ func SelfJoinSeen(p *Publication, s *Subscription, prior []*Subscription) bool {
 	}
 	return false
 }
+
+// Notified reports whether the store, as of now, owes s a live notification
+// of p: the publication came after the subscription, met it when published,
+// and has not expired. Publish reports exactly these pairs (with now = p.Tp),
+// Replay the ones still owed at its stamp.
+func Notified(p *Publication, s *Subscription, now int64) bool {
+	return p.Tp > s.Ts && p.Tmax >= now && Match(p, s, p.Tp)
+}

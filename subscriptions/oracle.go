@@ -2,6 +2,8 @@ package subscriptions
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -115,19 +117,53 @@ func (o *Oracle) Publish(_ context.Context, req *PublishRequest) (*PublishResult
 func (o *Oracle) Unsubscribe(_ context.Context, sid string) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	// Stamp first, as every store does, so clocks stay in step in tests.
-	now := o.clock.Now()
-	if _, _, err := ParseID(sid); err != nil {
+	if _, err := o.live(sid, o.clock.Now()); err != nil {
 		return err
+	}
+	o.cancel[sid] = true
+	return nil
+}
+
+// live finds the live subscription sid at now. o.mu is held.
+func (o *Oracle) live(sid string, now int64) (*Subscription, error) {
+	if _, _, err := ParseID(sid); err != nil {
+		return nil, err
 	}
 	for _, s := range o.subs {
 		if s.Sid() == sid && !o.cancel[sid] && s.Tmax >= now {
-			o.cancel[sid] = true
-			return nil
+			return s, nil
 		}
 	}
-	return ErrUnknownSid
+	return nil, fmt.Errorf("%w: %s", ErrUnknownSid, sid)
 }
 
-// Close implements Store.
+func (o *Oracle) Lookup(_ context.Context, sid string) (Subscription, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s, err := o.live(sid, o.clock.Now())
+	if err != nil {
+		return Subscription{}, err
+	}
+	return *s, nil
+}
+
+func (o *Oracle) Replay(_ context.Context, sid string, after int64) (*ReplayResult, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	now := o.clock.Now()
+	s, err := o.live(sid, now)
+	if err != nil {
+		return nil, err
+	}
+	res := &ReplayResult{Sub: *s, Now: now}
+	for _, p := range o.pubs {
+		if p.Tp > after && Notified(p, s, now) {
+			res.Pubs = append(res.Pubs, *p)
+		}
+	}
+	SortPublications(res.Pubs)
+	slices.Reverse(res.Pubs)
+	return res, nil
+}
+
 func (o *Oracle) Close() error { return nil }

@@ -58,7 +58,22 @@ type Store interface {
 	// Unsubscribe cancels a live subscription; ErrUnknownSid if there is
 	// none with that id.
 	Unsubscribe(ctx context.Context, sid string) error
+	// Lookup returns the live subscription sid: ErrUnknownSid when it
+	// never existed, was cancelled or has ended.
+	Lookup(ctx context.Context, sid string) (Subscription, error)
+	// Replay returns the live subscription sid and the publications it was
+	// notified of (see Notified) that are stamped after `after` and have
+	// not expired, oldest first. Its stamp Now bounds them: every later
+	// notification comes from a Publish stamped after Now.
+	Replay(ctx context.Context, sid string, after int64) (*ReplayResult, error)
 	Close() error
+}
+
+// ReplayResult is what Replay found.
+type ReplayResult struct {
+	Sub  Subscription
+	Now  int64
+	Pubs []Publication
 }
 
 // Errors for bad requests; each wraps ErrBadRequest.

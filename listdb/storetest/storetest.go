@@ -210,6 +210,8 @@ func (r *run) step(i int) {
 		if !sameErr(gerr, werr) {
 			r.t.Fatalf("op %d unsubscribe %s: store %v, oracle %v", i, sid, gerr, werr)
 		}
+	case p < 88:
+		r.replay(i)
 	case p < 97:
 		r.tick()
 	case p < 98:
@@ -226,6 +228,33 @@ func (r *run) step(i int) {
 		if r.rng.Intn(4) == 0 {
 			r.reopen()
 		}
+	}
+}
+
+// replay asks both for a known subscription's notifications after a
+// random point of its life (or the whole of it), and looks it up.
+func (r *run) replay(i int) {
+	ctx := context.Background()
+	sid := "garbage"
+	if len(r.sids) > 0 && r.rng.Intn(10) > 0 {
+		sid = r.sids[r.rng.Intn(len(r.sids))]
+	}
+	var after int64
+	if ts, _, err := subscriptions.ParseID(sid); err == nil && r.rng.Intn(2) == 0 {
+		after = ts + r.rng.Int63n(int64(10*time.Second))
+	}
+	got, gerr := r.store.Replay(ctx, sid, after)
+	want, werr := r.oracle.Replay(ctx, sid, after)
+	if !sameErr(gerr, werr) {
+		r.t.Fatalf("op %d replay %s: store %v, oracle %v", i, sid, gerr, werr)
+	}
+	if werr == nil && (got.Sub.Sid() != want.Sub.Sid() || got.Now != want.Now || pids(got.Pubs) != pids(want.Pubs)) {
+		r.t.Fatalf("op %d replay %s after %d:\n store  %s\n oracle %s", i, sid, after, pids(got.Pubs), pids(want.Pubs))
+	}
+	gs, gerr := r.store.Lookup(ctx, sid)
+	ws, werr := r.oracle.Lookup(ctx, sid)
+	if !sameErr(gerr, werr) || gs.Sid() != ws.Sid() || gs.Uid != ws.Uid || gs.Tmax != ws.Tmax {
+		r.t.Fatalf("op %d lookup %s: store %v %v, oracle %v %v", i, sid, gs, gerr, ws, werr)
 	}
 }
 
