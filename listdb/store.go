@@ -333,6 +333,9 @@ func NewStore(b Backend, cfg Config) (*Store, error) {
 	return st, nil
 }
 
+// Clock is the clock that stamps the store's operations.
+func (st *Store) Clock() subscriptions.Clock { return st.clock }
+
 // Topics is the topic registry, persisted in the store.
 func (st *Store) Topics() *dewey.Topics { return st.topics }
 

@@ -1,0 +1,29 @@
+// Package delivery turns the store's answers into pushed notifications: it
+// routes each matched subscription to the sink (a WebSocket connection, a
+// NATS subject) that currently holds it, in stamp order, and resumes a
+// subscription on a new sink by replaying what the store still holds.
+//
+// The guarantees, for a subscription S:
+//
+//   - Notifications of S leave in increasing publication stamp, and the
+//     sequence number of a notification is Tp − Ts, so it increases too and
+//     means the same after a restart.
+//   - A publication reaches S's sink exactly once when S's sink stays up:
+//     the past results of SUBSCRIBE hold the publications stamped before S,
+//     the notifications those stamped after it, with nothing dropped or
+//     repeated at the boundary.
+//   - After a disconnect, Resume(sid, after) replays every publication of S
+//     with a sequence number above `after` that has not expired, then hands
+//     S to the new sink: the replay covers everything stamped before the
+//     resume's stamp, live delivery everything after.
+//
+// Ordering comes from a sequencer. Each operation takes a lower bound from
+// the store's clock before it reaches the store, so its stamp is above the
+// bound; a finished publication is dispatched only when no operation with
+// a lower bound below its stamp is still running. A SUBSCRIBE or RESUME
+// attaches its route and answers its client before it finishes, so every
+// later publication finds the route, and finds it after the answer.
+//
+// Sinks never block the hub: a sink that cannot take a notification says
+// so, and the transport cuts that client, which resumes to catch up.
+package delivery

@@ -1,0 +1,308 @@
+package delivery
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+
+	"github.com/seed84792017/cellcast/subscriptions"
+)
+
+// ErrForbidden: the subscription belongs to another user.
+var ErrForbidden = errors.New("subscription belongs to another user")
+
+// ErrBadSeq: a resume point below zero.
+var ErrBadSeq = fmt.Errorf("%w: resume point must be zero or more", subscriptions.ErrBadRequest)
+
+// A Sink receives notifications for the subscriptions routed to it.
+type Sink interface {
+	// Notify queues n without blocking. It returns false when the sink
+	// cannot take it (gone, or its queue is full and it is being cut).
+	// It runs under the hub's locks, so it must not call the hub.
+	Notify(n *Notification) bool
+	// Lost tells the sink that sid no longer routes to it: another sink
+	// resumed it, or it was cancelled. Called without hub locks held.
+	Lost(sid string)
+}
+
+// A Notification is one publication for one subscription. Body is the
+// publication as the hub's Encode rendered it, shared by every
+// notification of that publication: sinks must not modify it.
+type Notification struct {
+	Sid  string
+	Uid  string // the subscriber
+	Seq  int64
+	Pub  *subscriptions.Publication
+	Body []byte
+}
+
+// Seq is the sequence number of p's notification for s.
+func Seq(s *subscriptions.Subscription, p *subscriptions.Publication) int64 { return p.Tp - s.Ts }
+
+// Config shapes a Hub.
+type Config struct {
+	Store subscriptions.Store
+	// Clock must be the clock that stamps Store's operations.
+	Clock subscriptions.Clock
+	// Encode renders a publication once for all its notifications.
+	Encode func(*subscriptions.Publication) []byte
+}
+
+// route is where a subscription's notifications go: to sink, for
+// publications stamped after from.
+type route struct {
+	sink Sink
+	sid  string
+	uid  string
+	ts   int64
+	from int64
+}
+
+// Stats are the hub's counters.
+type Stats struct {
+	Routes      int
+	Dispatched  uint64 // notifications handed to sinks
+	Unrouted    uint64 // matches whose subscription had no sink (resume replays them)
+	Refused     uint64 // notifications a sink could not take
+	Waiting     int    // finished publications waiting for older operations
+	Publishings uint64 // publications dispatched
+}
+
+// Hub routes notifications. It is safe for concurrent use.
+type Hub struct {
+	cfg Config
+	seq sequencer
+
+	mu     sync.RWMutex
+	routes map[int64]*route // by subscription stamp, unique per store
+
+	dispatched, unrouted, refused, published atomic.Uint64
+}
+
+// New returns a hub over cfg.Store.
+func New(cfg Config) *Hub {
+	h := &Hub{cfg: cfg, routes: map[int64]*route{}}
+	h.seq.clock = cfg.Clock
+	h.seq.pending = map[int64]struct{}{}
+	h.seq.oldest = math.MaxInt64
+	h.seq.dispatch = h.dispatch
+	return h
+}
+
+// Stats returns the counters.
+func (h *Hub) Stats() Stats {
+	h.mu.RLock()
+	n := len(h.routes)
+	h.mu.RUnlock()
+	h.seq.mu.Lock()
+	w := h.seq.ready.Len()
+	h.seq.mu.Unlock()
+	return Stats{Routes: n, Dispatched: h.dispatched.Load(), Unrouted: h.unrouted.Load(),
+		Refused: h.refused.Load(), Waiting: w, Publishings: h.published.Load()}
+}
+
+// Subscribe stores the subscription and, if it has a future, routes it to
+// sink (when not nil). answer runs with the result before any notification
+// of the subscription reaches sink.
+func (h *Hub) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequest, sink Sink, answer func(*subscriptions.SubscribeResult)) error {
+	l := h.seq.begin()
+	defer h.seq.finish(l, nil)
+	res, err := h.cfg.Store.Subscribe(ctx, req)
+	if err != nil {
+		return err
+	}
+	if res.Stored && sink != nil {
+		h.attach(&route{sink: sink, sid: res.Sub.Sid(), uid: res.Sub.Uid, ts: res.Sub.Ts, from: res.Sub.Ts})
+	}
+	answer(res)
+	return nil
+}
+
+// Publish stores the publication; its notifications follow in stamp order.
+// answer runs with the result before they are dispatched.
+func (h *Hub) Publish(ctx context.Context, req *subscriptions.PublishRequest, answer func(*subscriptions.PublishResult)) error {
+	l := h.seq.begin()
+	res, err := h.cfg.Store.Publish(ctx, req)
+	if err != nil {
+		h.seq.finish(l, nil)
+		return err
+	}
+	answer(res)
+	h.seq.finish(l, res)
+	return nil
+}
+
+// owned checks that owner, when not empty, made s.
+func owned(s subscriptions.Subscription, owner string) error {
+	if owner != "" && s.Uid != owner {
+		return fmt.Errorf("%w: %s", ErrForbidden, s.Sid())
+	}
+	return nil
+}
+
+// Unsubscribe cancels sid, which owner (when not empty) must have made,
+// and drops its route.
+func (h *Hub) Unsubscribe(ctx context.Context, sid, owner string) error {
+	s, err := h.cfg.Store.Lookup(ctx, sid)
+	if err != nil {
+		return err
+	}
+	if err := owned(s, owner); err != nil {
+		return err
+	}
+	if err := h.cfg.Store.Unsubscribe(ctx, sid); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	r := h.routes[s.Ts]
+	delete(h.routes, s.Ts)
+	h.mu.Unlock()
+	if r != nil {
+		r.sink.Lost(sid)
+	}
+	return nil
+}
+
+// Resume replays sid's notifications with sequence numbers above after
+// and routes it to sink. owner (when not empty) must have made it. answer
+// runs with the replay before any later notification reaches sink.
+func (h *Hub) Resume(ctx context.Context, sid string, after int64, owner string, sink Sink, answer func(*subscriptions.ReplayResult)) error {
+	if after < 0 {
+		return ErrBadSeq
+	}
+	ts, _, err := subscriptions.ParseID(sid)
+	if err != nil {
+		return err
+	}
+	l := h.seq.begin()
+	defer h.seq.finish(l, nil)
+	res, err := h.cfg.Store.Replay(ctx, sid, ts+min(after, math.MaxInt64-ts))
+	if err != nil {
+		return err
+	}
+	if err := owned(res.Sub, owner); err != nil {
+		return err
+	}
+	h.attach(&route{sink: sink, sid: sid, uid: res.Sub.Uid, ts: ts, from: res.Now})
+	answer(res)
+	return nil
+}
+
+// attach routes r's subscription to r.sink, taking it from any other sink.
+func (h *Hub) attach(r *route) {
+	h.mu.Lock()
+	old := h.routes[r.ts]
+	h.routes[r.ts] = r
+	h.mu.Unlock()
+	if old != nil && old.sink != r.sink {
+		old.sink.Lost(r.sid)
+	}
+}
+
+// Detach drops sid's route if sink holds it: the sink is going away. The
+// subscription stays stored and can be resumed.
+func (h *Hub) Detach(sid string, sink Sink) {
+	ts, _, err := subscriptions.ParseID(sid)
+	if err != nil {
+		return
+	}
+	h.mu.Lock()
+	if r := h.routes[ts]; r != nil && r.sink == sink {
+		delete(h.routes, ts)
+	}
+	h.mu.Unlock()
+}
+
+// dispatch hands res's notifications to the sinks. The sequencer calls it
+// in stamp order, holding its lock.
+func (h *Hub) dispatch(res *subscriptions.PublishResult) {
+	h.published.Add(1)
+	if len(res.Matches) == 0 {
+		return
+	}
+	p := &res.Pub
+	body := h.cfg.Encode(p)
+	var sent, unrouted, refused uint64
+	h.mu.RLock()
+	for i := range res.Matches {
+		s := &res.Matches[i]
+		r := h.routes[s.Ts]
+		switch {
+		case r == nil:
+			// An ended route (expired or cancelled) also lands here; the
+			// store stops matching it soon enough.
+			unrouted++
+		case p.Tp <= r.from:
+			// Replayed by the resume that attached the route.
+		case r.sink.Notify(&Notification{Sid: r.sid, Uid: r.uid, Seq: Seq(s, p), Pub: p, Body: body}):
+			sent++
+		default:
+			refused++
+		}
+	}
+	h.mu.RUnlock()
+	h.dispatched.Add(sent)
+	h.unrouted.Add(unrouted)
+	h.refused.Add(refused)
+}
+
+// sequencer releases finished publications in stamp order.
+type sequencer struct {
+	mu       sync.Mutex
+	clock    subscriptions.Clock
+	pending  map[int64]struct{} // lower bounds of running operations
+	oldest   int64              // least of pending, MaxInt64 when none
+	ready    resultHeap
+	dispatch func(*subscriptions.PublishResult)
+}
+
+// begin registers an operation about to reach the store and returns its
+// lower bound: the store stamps it later, so above the bound.
+func (q *sequencer) begin() int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	l := q.clock.Now()
+	q.pending[l] = struct{}{}
+	if len(q.pending) == 1 {
+		q.oldest = l
+	}
+	return l
+}
+
+// finish ends the operation begun at l, queues its publication result (if
+// any), and dispatches every queued result that no running operation can
+// precede any more.
+func (q *sequencer) finish(l int64, res *subscriptions.PublishResult) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.pending, l)
+	if q.oldest == l {
+		q.oldest = math.MaxInt64
+		for t := range q.pending {
+			q.oldest = min(q.oldest, t)
+		}
+	}
+	if res != nil {
+		heap.Push(&q.ready, res)
+	}
+	for q.ready.Len() > 0 && q.ready[0].Pub.Tp < q.oldest {
+		q.dispatch(heap.Pop(&q.ready).(*subscriptions.PublishResult))
+	}
+}
+
+type resultHeap []*subscriptions.PublishResult
+
+func (h resultHeap) Len() int           { return len(h) }
+func (h resultHeap) Less(i, j int) bool { return h[i].Pub.Tp < h[j].Pub.Tp }
+func (h resultHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *resultHeap) Push(x any)        { *h = append(*h, x.(*subscriptions.PublishResult)) }
+func (h *resultHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

@@ -1,0 +1,278 @@
+package delivery
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seed84792017/cellcast/dewey"
+	"github.com/seed84792017/cellcast/dualdb"
+	"github.com/seed84792017/cellcast/listdb"
+	"github.com/seed84792017/cellcast/subscriptions"
+)
+
+// sink records what reaches it. With cutAfter > 0 it refuses everything
+// after that many notifications, as a transport does once it cuts a slow
+// client.
+type sink struct {
+	mu       sync.Mutex
+	got      map[string][]*Notification
+	lost     map[string]bool
+	cutAfter int
+	n        int
+}
+
+func newSink() *sink { return &sink{got: map[string][]*Notification{}, lost: map[string]bool{}} }
+
+func (k *sink) Notify(n *Notification) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.n++; k.cutAfter > 0 && k.n > k.cutAfter {
+		return false
+	}
+	k.got[n.Sid] = append(k.got[n.Sid], n)
+	return true
+}
+
+func (k *sink) Lost(sid string) {
+	k.mu.Lock()
+	k.lost[sid] = true
+	k.mu.Unlock()
+}
+
+func openHub(t *testing.T, clock *subscriptions.FakeClock) (*Hub, *listdb.Store) {
+	t.Helper()
+	cfg := listdb.Config{Clock: clock, Now: clock.Peek}
+	st, err := dualdb.Open(t.TempDir(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return New(Config{Store: st, Clock: st.Clock(), Encode: func(p *subscriptions.Publication) []byte { return []byte(p.Pid()) }}), st
+}
+
+var cells = []string{"1", "1.2", "1.2.3", "1.2.3.4", "1.2.4", "1.3", "1.3.1", "1.3.1.1"}
+
+// made is what the test did, for the oracle: every stored operation.
+type made struct {
+	mu   sync.Mutex
+	subs []subscriptions.SubscribeResult
+	pubs []subscriptions.Publication
+}
+
+// TestConcurrentDeliveryIsExactlyOnce runs publishers and subscribers on
+// several goroutines against one hub. Every subscription must get each
+// publication it meets exactly once — in its past results if the
+// publication came first, else as a notification — with sequence numbers
+// increasing.
+func TestConcurrentDeliveryIsExactlyOnce(t *testing.T) {
+	clock := subscriptions.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	hub, _ := openHub(t, clock)
+	k := newSink()
+	var m made
+	ops := 3000
+	if testing.Short() {
+		ops = 800
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(int64(g)))
+			ctx := context.Background()
+			for range ops {
+				c := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.MustParse(cells[rng.Intn(len(cells))])}
+				switch rng.Intn(10) {
+				case 0:
+					clock.Advance(time.Duration(rng.Intn(200)) * time.Millisecond)
+				case 1, 2, 3:
+					req := &subscriptions.SubscribeRequest{Uid: "u" + strconv.Itoa(g), Cell: c,
+						Past: time.Duration(rng.Intn(5)) * time.Second, Future: time.Duration(1+rng.Intn(5)) * time.Second}
+					err := hub.Subscribe(ctx, req, k, func(res *subscriptions.SubscribeResult) {
+						m.mu.Lock()
+						m.subs = append(m.subs, *res)
+						m.mu.Unlock()
+					})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+				default:
+					req := &subscriptions.PublishRequest{Uid: "p", Cell: c, Expires: time.Duration(rng.Intn(5)) * time.Second}
+					err := hub.Publish(ctx, req, func(res *subscriptions.PublishResult) {
+						if res.Stored {
+							m.mu.Lock()
+							m.pubs = append(m.pubs, res.Pub)
+							m.mu.Unlock()
+						}
+					})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if st := hub.Stats(); st.Waiting != 0 || st.Refused != 0 {
+		t.Fatalf("stats after the run: %+v", st)
+	}
+	checked := 0
+	for i := range m.subs {
+		s := &m.subs[i].Sub
+		seen := map[int64]string{}
+		for _, p := range m.subs[i].Past {
+			seen[p.Tp] = "past"
+		}
+		var last int64 = -1
+		for _, n := range k.got[s.Sid()] {
+			if n.Seq <= last {
+				t.Fatalf("%s: seq %d after %d", s.Sid(), n.Seq, last)
+			}
+			last = n.Seq
+			if n.Seq != n.Pub.Tp-s.Ts {
+				t.Fatalf("%s: seq %d for a publication at +%d", s.Sid(), n.Seq, n.Pub.Tp-s.Ts)
+			}
+			if how, dup := seen[n.Pub.Tp]; dup {
+				t.Fatalf("%s: %s twice (%s, then live)", s.Sid(), n.Pub.Pid(), how)
+			}
+			seen[n.Pub.Tp] = "live"
+		}
+		for j := range m.pubs {
+			p := &m.pubs[j]
+			want := subscriptions.Met(p, s)
+			if _, got := seen[p.Tp]; got != want {
+				t.Fatalf("%s (%v, %d…%d) and %s (expires %d): delivered %v, want %v", s.Sid(), s.Cell, s.Tmin, s.Tmax, p.Pid(), p.Tmax, got, want)
+			}
+			if want {
+				checked++
+			}
+		}
+	}
+	if checked < 1000 {
+		t.Fatalf("only %d matches checked: the workload is too thin", checked)
+	}
+}
+
+// TestResumeReplaysWhatWasMissed cuts a sink (some of its subscriptions
+// detached first, then all refused) and resumes each subscription on a fresh sink from
+// the last sequence number it got: the two together must hold every
+// notification once.
+func TestResumeReplaysWhatWasMissed(t *testing.T) {
+	clock := subscriptions.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	hub, _ := openHub(t, clock)
+	ctx := context.Background()
+	rng := rand.New(rand.NewSource(7))
+	first := newSink()
+	first.cutAfter = 5000
+	var subs []subscriptions.Subscription
+	var pubs []subscriptions.Publication
+	for i := range 2000 {
+		c := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.MustParse(cells[rng.Intn(len(cells))])}
+		switch {
+		case i < 100:
+			req := &subscriptions.SubscribeRequest{Uid: fmt.Sprint("u", i%5), Cell: c, Future: time.Hour}
+			if err := hub.Subscribe(ctx, req, first, func(res *subscriptions.SubscribeResult) { subs = append(subs, res.Sub) }); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			req := &subscriptions.PublishRequest{Uid: "p", Cell: c, Expires: time.Hour}
+			if err := hub.Publish(ctx, req, func(res *subscriptions.PublishResult) { pubs = append(pubs, res.Pub) }); err != nil {
+				t.Fatal(err)
+			}
+			if i == 1000 {
+				for _, s := range subs[:50] {
+					hub.Detach(s.Sid(), first)
+				}
+			}
+		}
+	}
+	second := newSink()
+	for _, s := range subs {
+		var after int64
+		if got := first.got[s.Sid()]; len(got) > 0 {
+			after = got[len(got)-1].Seq
+		}
+		// A stranger may not resume it.
+		if err := hub.Resume(ctx, s.Sid(), after, "intruder", second, nil); err == nil {
+			t.Fatalf("%s resumed by another user", s.Sid())
+		}
+		err := hub.Resume(ctx, s.Sid(), after, s.Uid, second, func(res *subscriptions.ReplayResult) {
+			for i := range res.Pubs {
+				second.Notify(&Notification{Sid: s.Sid(), Seq: Seq(&s, &res.Pubs[i]), Pub: &res.Pubs[i]})
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Live again: the second sink gets what follows.
+	for range 200 {
+		c := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.MustParse(cells[rng.Intn(len(cells))])}
+		if err := hub.Publish(ctx, &subscriptions.PublishRequest{Uid: "p", Cell: c, Expires: time.Hour}, func(res *subscriptions.PublishResult) { pubs = append(pubs, res.Pub) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range subs {
+		got := map[int64]bool{}
+		for _, k := range []*sink{first, second} {
+			for _, n := range k.got[s.Sid()] {
+				if got[n.Pub.Tp] {
+					t.Fatalf("%s: %s delivered twice", s.Sid(), n.Pub.Pid())
+				}
+				got[n.Pub.Tp] = true
+			}
+		}
+		for j := range pubs {
+			p := &pubs[j]
+			if want := p.Tp > s.Ts && subscriptions.Met(p, &s); got[p.Tp] != want {
+				t.Fatalf("%s and %s: delivered %v, want %v", s.Sid(), p.Pid(), got[p.Tp], want)
+			}
+		}
+		if !first.lost[s.Sid()] && len(first.got[s.Sid()]) > 0 {
+			// Subscriptions still routed to the first sink move and say so.
+			if r := hub.routes[s.Ts]; r == nil || r.sink != second {
+				t.Fatalf("%s not routed to the second sink", s.Sid())
+			}
+		}
+	}
+	if st := hub.Stats(); st.Refused == 0 || st.Unrouted == 0 {
+		t.Fatalf("the test cut nothing: %+v", st)
+	}
+}
+
+func TestUnsubscribeChecksTheOwnerAndDropsTheRoute(t *testing.T) {
+	clock := subscriptions.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	hub, _ := openHub(t, clock)
+	ctx := context.Background()
+	k := newSink()
+	c := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.MustParse("1.2")}
+	var sid string
+	if err := hub.Subscribe(ctx, &subscriptions.SubscribeRequest{Uid: "alice", Cell: c, Future: time.Minute}, k, func(r *subscriptions.SubscribeResult) { sid = r.Sub.Sid() }); err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.Unsubscribe(ctx, sid, "bob"); err == nil {
+		t.Fatal("bob cancelled alice's subscription")
+	}
+	if err := hub.Unsubscribe(ctx, sid, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if !k.lost[sid] || hub.Stats().Routes != 0 {
+		t.Fatalf("route kept after unsubscribe: lost=%v stats=%+v", k.lost[sid], hub.Stats())
+	}
+	if err := hub.Publish(ctx, &subscriptions.PublishRequest{Uid: "p", Cell: c, Expires: time.Minute}, func(*subscriptions.PublishResult) {}); err != nil {
+		t.Fatal(err)
+	}
+	if len(k.got[sid]) != 0 {
+		t.Fatal("notified after unsubscribe")
+	}
+	if err := hub.Resume(ctx, sid, 0, "alice", k, nil); err == nil {
+		t.Fatal("resumed a cancelled subscription")
+	}
+}
