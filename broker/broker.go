@@ -1,0 +1,403 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/seed84792017/cellcast/auth"
+	"github.com/seed84792017/cellcast/dewey"
+	"github.com/seed84792017/cellcast/dualdb"
+	"github.com/seed84792017/cellcast/gateway"
+	"github.com/seed84792017/cellcast/listdb"
+	"github.com/seed84792017/cellcast/lsm"
+	"github.com/seed84792017/cellcast/subscriptions"
+	"github.com/seed84792017/cellcast/twodb"
+)
+
+// Config shapes a broker. Zero fields take the defaults noted.
+type Config struct {
+	DataDir  string // default "./data"
+	HTTPAddr string // HTTP API, /ws, /metrics; default 127.0.0.1:8080 (port 0 picks one)
+	// NATSURL points at an external NATS server; empty embeds one listening
+	// on NATSListen (default 127.0.0.1:4222; port 0 picks one).
+	NATSURL    string
+	NATSListen string
+	NATSToken  string // the broker's own token for an external server
+	Storage    string // "dualdb" (default) or "twodb"
+	// Auth: either or both. Without any, the broker runs open, which it
+	// allows on loopback addresses only.
+	TokensFile     string
+	HMACSecretFile string
+	GeoDepth       int // quad tree depth of a lat/lng point; default 12
+	Limits         subscriptions.Limits
+	Gateway        gateway.Limits
+	Sync           bool  // fsync every write before answering
+	CacheBytes     int64 // block cache; default listdb.DefaultCacheBudget
+	Log            *slog.Logger
+}
+
+// Broker is a running broker.
+type Broker struct {
+	cfg      Config
+	log      *slog.Logger
+	store    *listdb.Store
+	ns       *server.Server
+	nc       *nats.Conn
+	gw       *gateway.Gateway
+	stopNATS func() error
+	http     *http.Server
+	ln       net.Listener
+	ready    atomic.Bool
+	served   chan error
+}
+
+func (c *Config) withDefaults() {
+	if c.DataDir == "" {
+		c.DataDir = "./data"
+	}
+	if c.HTTPAddr == "" {
+		c.HTTPAddr = "127.0.0.1:8080"
+	}
+	if c.NATSListen == "" {
+		c.NATSListen = "127.0.0.1:4222"
+	}
+	if c.Storage == "" {
+		c.Storage = "dualdb"
+	}
+	if c.GeoDepth == 0 {
+		c.GeoDepth = 12
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+}
+
+// loopback reports whether addr (host:port) only listens on loopback.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (c *Config) verifier() (auth.Verifier, error) {
+	var any auth.Any
+	if c.TokensFile != "" {
+		t, err := auth.LoadTokens(c.TokensFile)
+		if err != nil {
+			return nil, fmt.Errorf("auth tokens: %w", err)
+		}
+		any = append(any, t)
+	}
+	if c.HMACSecretFile != "" {
+		h, err := LoadHMAC(c.HMACSecretFile)
+		if err != nil {
+			return nil, err
+		}
+		any = append(any, h)
+	}
+	if len(any) == 0 {
+		return nil, nil
+	}
+	return any, nil
+}
+
+// LoadHMAC reads an HMAC secret file (at least 32 bytes; surrounding
+// whitespace is ignored).
+func LoadHMAC(path string) (*auth.HMAC, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("hmac secret: %w", err)
+	}
+	secret := bytes.TrimSpace(b)
+	if len(secret) < 32 {
+		return nil, fmt.Errorf("hmac secret %s: %d bytes, need at least 32", path, len(secret))
+	}
+	return &auth.HMAC{Secret: secret}, nil
+}
+
+// Start opens the store, connects NATS and serves. On error, whatever
+// was opened is closed again.
+func Start(cfg Config) (b *Broker, err error) {
+	cfg.withDefaults()
+	b = &Broker{cfg: cfg, log: cfg.Log, served: make(chan error, 1)}
+	defer func() {
+		if err != nil {
+			b.abort()
+			b = nil
+		}
+	}()
+	verifier, err := cfg.verifier()
+	if err != nil {
+		return nil, err
+	}
+	if verifier == nil {
+		if !loopback(cfg.HTTPAddr) || (cfg.NATSURL == "" && !loopback(cfg.NATSListen)) {
+			return nil, errors.New("listening beyond loopback needs auth: give --auth-tokens or --auth-hmac-secret-file")
+		}
+		b.log.Warn("running without auth: any local client may act as any user (requests name their uid)")
+	}
+	tree, err := dewey.NewQuadTree(dewey.NewYorkState, cfg.GeoDepth)
+	if err != nil {
+		return nil, fmt.Errorf("geo depth: %w", err)
+	}
+	if cfg.Limits.MaxDepth != 0 && cfg.Limits.MaxDepth < cfg.GeoDepth {
+		return nil, fmt.Errorf("max depth %d is below the geo depth %d", cfg.Limits.MaxDepth, cfg.GeoDepth)
+	}
+	if err := b.openStore(); err != nil {
+		return nil, err
+	}
+	if err := b.connectNATS(verifier); err != nil {
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	b.gw = gateway.New(gateway.Config{Store: b.store, Clock: b.store.Clock(), Tree: tree, Topics: b.store.Topics(),
+		Auth: verifier, Limits: cfg.Gateway, Metrics: gateway.NewMetrics(reg), Log: b.log})
+	registerHub(reg, b.gw.Hub())
+	names := []string{"dualdb"}
+	if cfg.Storage == "twodb" {
+		names = []string{"pubs", "subs"}
+	}
+	reg.MustRegister(newEngineCollector(b.store, names))
+	if b.stopNATS, err = b.gw.ServeNATS(b.nc); err != nil {
+		return nil, fmt.Errorf("nats subscriptions: %w", err)
+	}
+	if b.ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+		return nil, err
+	}
+	b.http = &http.Server{Handler: b.routes(reg), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(b.log.Handler(), slog.LevelWarn)}
+	go func() { b.served <- b.http.Serve(b.ln) }()
+	b.ready.Store(true)
+	b.log.Info("broker ready", "http", b.ln.Addr().String(), "nats", b.NATSURL(), "storage", cfg.Storage, "data", cfg.DataDir, "auth", verifier != nil)
+	return b, nil
+}
+
+func (b *Broker) openStore() error {
+	cfg := listdb.Config{Limits: b.cfg.Limits, Sync: b.cfg.Sync}
+	opts := &lsm.Options{BlockCacheSize: b.cfg.CacheBytes}
+	var err error
+	switch b.cfg.Storage {
+	case "dualdb":
+		b.store, err = dualdb.Open(b.cfg.DataDir, cfg, opts)
+	case "twodb":
+		b.store, err = twodb.Open(b.cfg.DataDir, cfg, opts)
+	default:
+		return fmt.Errorf("storage %q: use dualdb or twodb", b.cfg.Storage)
+	}
+	if err != nil {
+		return fmt.Errorf("opening %s in %s: %w", b.cfg.Storage, b.cfg.DataDir, err)
+	}
+	return nil
+}
+
+// connectNATS embeds a server unless a URL is given, and connects.
+func (b *Broker) connectNATS(verifier auth.Verifier) error {
+	opts := []nats.Option{nats.Name("cellcast-broker"), nats.MaxReconnects(-1),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { b.log.Warn("nats disconnected", "err", err) }),
+		nats.ReconnectHandler(func(nc *nats.Conn) { b.log.Info("nats reconnected", "url", nc.ConnectedUrl()) }),
+		nats.ErrorHandler(func(_ *nats.Conn, s *nats.Subscription, err error) {
+			b.log.Error("nats", "subject", s.Subject, "err", err)
+		}),
+	}
+	if b.cfg.NATSURL != "" {
+		if b.cfg.NATSToken != "" {
+			opts = append(opts, nats.Token(b.cfg.NATSToken))
+		}
+		nc, err := nats.Connect(b.cfg.NATSURL, opts...)
+		if err != nil {
+			return fmt.Errorf("nats %s: %w", b.cfg.NATSURL, err)
+		}
+		b.nc = nc
+		return nil
+	}
+	host, portStr, err := net.SplitHostPort(b.cfg.NATSListen)
+	if err != nil {
+		return fmt.Errorf("nats listen %q: %w", b.cfg.NATSListen, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port > 65535 {
+		return fmt.Errorf("nats listen %q: bad port", b.cfg.NATSListen)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	secret := make([]byte, 24)
+	rand.Read(secret)
+	internal := hex.EncodeToString(secret)
+	sopts := &server.Options{ServerName: "cellcast", Host: host, Port: port, NoSigs: true, NoLog: true, MaxPayload: 1 << 20}
+	if verifier != nil {
+		sopts.CustomClientAuthentication = &natsAuth{internal: internal, verifier: verifier}
+	}
+	ns, err := server.NewServer(sopts)
+	if err != nil {
+		return fmt.Errorf("embedded nats: %w", err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		ns.Shutdown()
+		return fmt.Errorf("embedded nats did not start on %s (port taken? choose another with --nats-listen)", b.cfg.NATSListen)
+	}
+	b.ns = ns
+	nc, err := nats.Connect(ns.ClientURL(), append(opts, nats.InProcessServer(ns), nats.Token(internal))...)
+	if err != nil {
+		return fmt.Errorf("embedded nats: %w", err)
+	}
+	b.nc = nc
+	return nil
+}
+
+// natsAuth admits the broker itself with every permission and clients
+// with a bearer token (as token or password) with the permissions a user
+// needs: publish and request on cellcast subjects, receive its own
+// notifications and request replies.
+type natsAuth struct {
+	internal string
+	verifier auth.Verifier
+}
+
+func (a *natsAuth) Check(c server.ClientAuthentication) bool {
+	o := c.GetOpts()
+	tok := o.Token
+	if tok == "" {
+		tok = o.Password
+	}
+	if tok == a.internal {
+		c.RegisterUser(&server.User{Username: "cellcast-broker"})
+		return true
+	}
+	uid, err := a.verifier.Verify(tok)
+	if err != nil || !gateway.SubjectSafe(uid) {
+		return false
+	}
+	c.RegisterUser(&server.User{Username: uid, Permissions: &server.Permissions{
+		Publish: &server.SubjectPermission{Allow: []string{gateway.SubjectPub + ".>",
+			gateway.SubjectPrefix + "publish", gateway.SubjectPrefix + "subscribe",
+			gateway.SubjectPrefix + "unsubscribe", gateway.SubjectPrefix + "resume"}},
+		Subscribe: &server.SubjectPermission{Allow: []string{gateway.SubjectNotify + "." + uid, "_INBOX.>"}},
+	}})
+	return true
+}
+
+// HTTPAddr is the address the HTTP server listens on.
+func (b *Broker) HTTPAddr() string { return b.ln.Addr().String() }
+
+// NATSURL is the NATS server the broker uses.
+func (b *Broker) NATSURL() string {
+	if b.ns != nil {
+		return b.ns.ClientURL()
+	}
+	return b.cfg.NATSURL
+}
+
+// Store is the broker's store.
+func (b *Broker) Store() *listdb.Store { return b.store }
+
+func (b *Broker) routes(reg *prometheus.Registry) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/ws", b.gw.ServeWS)
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !b.ready.Load() || (b.nc != nil && !b.nc.IsConnected()) {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ready\n"))
+	})
+	mux.HandleFunc("POST /api/{op}", b.gw.ServeHTTP)
+	return mux
+}
+
+// Shutdown stops taking work, lets every client's queue drain, and
+// flushes and closes the store.
+func (b *Broker) Shutdown(ctx context.Context) error {
+	b.ready.Store(false)
+	b.log.Info("shutting down")
+	var errs []error
+	if b.http != nil {
+		errs = append(errs, b.http.Shutdown(ctx))
+	}
+	if b.stopNATS != nil {
+		errs = append(errs, b.stopNATS())
+	}
+	if b.gw != nil {
+		errs = append(errs, b.gw.Close(ctx))
+	}
+	if b.nc != nil {
+		errs = append(errs, b.nc.FlushTimeout(5*time.Second))
+		b.nc.Close()
+	}
+	if b.ns != nil {
+		b.ns.Shutdown()
+		b.ns.WaitForShutdown()
+	}
+	if b.store != nil {
+		errs = append(errs, b.store.Backend().Flush(), b.store.Close())
+	}
+	err := errors.Join(errs...)
+	if err != nil {
+		b.log.Error("shutdown", "err", err)
+	} else {
+		b.log.Info("stopped cleanly")
+	}
+	return err
+}
+
+// abort closes what Start opened when it fails.
+func (b *Broker) abort() {
+	if b.ln != nil {
+		b.ln.Close()
+	}
+	if b.stopNATS != nil {
+		b.stopNATS()
+	}
+	if b.nc != nil {
+		b.nc.Close()
+	}
+	if b.ns != nil {
+		b.ns.Shutdown()
+	}
+	if b.store != nil {
+		b.store.Close()
+	}
+}
+
+// Run starts a broker and serves until ctx ends, then shuts down within
+// grace.
+func Run(ctx context.Context, cfg Config, grace time.Duration) error {
+	b, err := Start(cfg)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-b.served:
+		b.log.Error("http server stopped", "err", err)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	return b.Shutdown(sctx)
+}

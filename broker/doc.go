@@ -1,0 +1,7 @@
+// Package broker assembles a running Cellcast: the store (DualDB or
+// TwoDB) in a data directory, the NATS connection (to an embedded
+// nats-server unless a URL is given), the gateway's WebSocket and NATS
+// transports, a small HTTP API, Prometheus metrics and health endpoints,
+// and an orderly shutdown. cmd/broker turns flags and environment into a
+// Config and calls Run.
+package broker

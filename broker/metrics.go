@@ -1,0 +1,78 @@
+package broker
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seed84792017/cellcast/delivery"
+	"github.com/seed84792017/cellcast/listdb"
+	"github.com/seed84792017/cellcast/lsm"
+)
+
+// engineCollector exports the storage engines' metrics at scrape time.
+type engineCollector struct {
+	store *listdb.Store
+	names []string // per engine: "dualdb", or "pubs" and "subs"
+
+	levelBytes, levelTables, compactBytes, flushBytes, wamp, cacheHit, memtable, stalls *prometheus.Desc
+}
+
+func newEngineCollector(store *listdb.Store, names []string) *engineCollector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc("cellcast_lsm_"+name, help, append([]string{"db"}, labels...), nil)
+	}
+	return &engineCollector{store: store, names: names,
+		levelBytes:   d("level_bytes", "Bytes of tables in a level.", "level"),
+		levelTables:  d("level_tables", "Tables in a level.", "level"),
+		compactBytes: d("compaction_bytes_total", "Bytes compactions read (in) and wrote (out).", "dir"),
+		flushBytes:   d("flush_bytes_total", "Bytes memtable flushes wrote."),
+		wamp:         d("write_amplification", "Bytes written to disk per byte written by the user."),
+		cacheHit:     d("block_cache_hit_ratio", "Block cache hits over lookups since start."),
+		memtable:     d("memtable_bytes", "Bytes in the memtables."),
+		stalls:       d("write_stalls_total", "Writes that waited for compaction."),
+	}
+}
+
+func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.levelBytes, c.levelTables, c.compactBytes, c.flushBytes, c.wamp, c.cacheHit, c.memtable, c.stalls} {
+		ch <- d
+	}
+}
+
+func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
+	for i, m := range c.store.Backend().Metrics() {
+		db := c.names[i]
+		for l := range lsm.NumLevels {
+			lv := strconv.Itoa(l)
+			ch <- prometheus.MustNewConstMetric(c.levelBytes, prometheus.GaugeValue, float64(m.Levels[l].Size), db, lv)
+			ch <- prometheus.MustNewConstMetric(c.levelTables, prometheus.GaugeValue, float64(m.Levels[l].NumFiles), db, lv)
+		}
+		ch <- prometheus.MustNewConstMetric(c.compactBytes, prometheus.CounterValue, float64(m.CompactBytesIn), db, "in")
+		ch <- prometheus.MustNewConstMetric(c.compactBytes, prometheus.CounterValue, float64(m.CompactBytesOut), db, "out")
+		ch <- prometheus.MustNewConstMetric(c.flushBytes, prometheus.CounterValue, float64(m.FlushBytes), db)
+		ch <- prometheus.MustNewConstMetric(c.wamp, prometheus.GaugeValue, m.WriteAmp(), db)
+		ratio := 0.0
+		if n := m.BlockCacheHits + m.BlockCacheMisses; n > 0 {
+			ratio = float64(m.BlockCacheHits) / float64(n)
+		}
+		ch <- prometheus.MustNewConstMetric(c.cacheHit, prometheus.GaugeValue, ratio, db)
+		ch <- prometheus.MustNewConstMetric(c.memtable, prometheus.GaugeValue, float64(m.MemTableSize), db)
+		ch <- prometheus.MustNewConstMetric(c.stalls, prometheus.CounterValue, float64(m.WriteStalls), db)
+	}
+}
+
+// registerHub exports the hub's counters.
+func registerHub(reg prometheus.Registerer, hub *delivery.Hub) {
+	stat := func(f func(delivery.Stats) float64) func() float64 { return func() float64 { return f(hub.Stats()) } }
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cellcast_live_subscriptions", Help: "Subscriptions routed to a connected client."},
+			stat(func(s delivery.Stats) float64 { return float64(s.Routes) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_publications_dispatched_total", Help: "Publications whose notifications were dispatched."},
+			stat(func(s delivery.Stats) float64 { return float64(s.Publishings) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_matches_unrouted_total", Help: "Matches whose subscriber was not connected (a resume replays them)."},
+			stat(func(s delivery.Stats) float64 { return float64(s.Unrouted) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_notifications_refused_total", Help: "Notifications a client's transport could not take."},
+			stat(func(s delivery.Stats) float64 { return float64(s.Refused) })),
+	)
+}

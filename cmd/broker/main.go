@@ -1,0 +1,149 @@
+// Command broker runs Cellcast: go run ./cmd/broker --help lists the
+// flags, each also read from a CELLCAST_* environment variable.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/seed84792017/cellcast/broker"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "token" {
+		os.Exit(token(os.Args[2:]))
+	}
+	os.Exit(run(os.Args[1:]))
+}
+
+// envName is the environment variable of a flag: --nats-url → CELLCAST_NATS_URL.
+func envName(flagName string) string {
+	return "CELLCAST_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// parse reads flags, taking each one not given on the command line from
+// its environment variable.
+func parse(fs *flag.FlagSet, args []string) error {
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: %s [flags]\n       %s token --uid UID [--ttl 24h] --auth-hmac-secret-file FILE\n\nEvery flag can also be set by the environment variable shown.\n\n", fs.Name(), fs.Name())
+		fs.VisitAll(func(f *flag.Flag) {
+			name, usage := flag.UnquoteUsage(f)
+			fmt.Fprintf(fs.Output(), "  --%s %s   (%s)\n    \t%s", f.Name, name, envName(f.Name), strings.ReplaceAll(usage, "\n", "\n    \t"))
+			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+				fmt.Fprintf(fs.Output(), " (default %s)", f.DefValue)
+			}
+			fmt.Fprintln(fs.Output())
+		})
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if v, ok := os.LookupEnv(envName(f.Name)); ok && !set[f.Name] && err == nil {
+			if e := f.Value.Set(v); e != nil {
+				err = fmt.Errorf("%s=%q: %w", envName(f.Name), v, e)
+			}
+		}
+	})
+	return err
+}
+
+func run(args []string) int {
+	fs := flag.NewFlagSet("broker", flag.ContinueOnError)
+	var c broker.Config
+	fs.StringVar(&c.DataDir, "data", "./data", "directory of the store (created if missing)")
+	fs.StringVar(&c.HTTPAddr, "http", "127.0.0.1:8080", "address of the HTTP API, WebSocket /ws, /metrics, /healthz and /readyz")
+	fs.StringVar(&c.NATSURL, "nats-url", "", "external NATS server URL; empty embeds one")
+	fs.StringVar(&c.NATSListen, "nats-listen", "127.0.0.1:4222", "client address of the embedded NATS server")
+	fs.StringVar(&c.NATSToken, "nats-token", "", "the broker's token for an external NATS server")
+	fs.StringVar(&c.Storage, "storage", "dualdb", "storage architecture: dualdb or twodb")
+	fs.StringVar(&c.TokensFile, "auth-tokens", "", "file of \"token uid\" lines: bearer tokens clients may present")
+	fs.StringVar(&c.HMACSecretFile, "auth-hmac-secret-file", "", "file holding the secret (≥ 32 bytes) that signs HS256 JWT bearer tokens; the uid is the \"sub\" claim")
+	fs.IntVar(&c.GeoDepth, "geo-depth", 12, "quad tree depth a lat/lng point maps to (1-16)")
+	fs.IntVar(&c.Limits.MaxDepth, "max-depth", 16, "deepest Dewey id accepted")
+	fs.DurationVar(&c.Limits.MaxPast, "max-past", time.Hour, "longest past window of a subscription")
+	fs.DurationVar(&c.Limits.MaxFuture, "max-future", time.Hour, "longest future window of a subscription")
+	fs.DurationVar(&c.Limits.MaxExpiry, "max-expiry", 24*time.Hour, "longest lifetime of a publication")
+	fs.IntVar(&c.Gateway.MaxFrame, "max-frame", 64<<10, "largest request in bytes")
+	fs.IntVar(&c.Gateway.MaxSubscriptions, "max-subscriptions", 10_000, "live subscriptions per WebSocket connection")
+	fs.Float64Var(&c.Gateway.Rate, "rate", 2000, "requests per second per WebSocket connection")
+	fs.IntVar(&c.Gateway.Burst, "burst", 4000, "request burst per WebSocket connection")
+	fs.IntVar(&c.Gateway.SendQueue, "send-queue", 16<<10, "messages queued per WebSocket connection before it is cut as a slow consumer")
+	fs.BoolVar(&c.Sync, "sync", false, "fsync every write before answering (otherwise the WAL reaches the OS at once and the disk within the OS's flush)")
+	cacheMiB := fs.Int("cache-mib", 128, "block cache size in MiB")
+	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long a shutdown may take to drain clients")
+	level := fs.String("log-level", "info", "debug, info, warn or error")
+	format := fs.String("log-format", "text", "text or json")
+	if err := parse(fs, args); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		fmt.Fprintln(os.Stderr, "broker:", err)
+		return 2
+	}
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(*level)); err != nil {
+		fmt.Fprintln(os.Stderr, "broker: --log-level:", err)
+		return 2
+	}
+	hopts := &slog.HandlerOptions{Level: lv}
+	switch *format {
+	case "text":
+		c.Log = slog.New(slog.NewTextHandler(os.Stderr, hopts))
+	case "json":
+		c.Log = slog.New(slog.NewJSONHandler(os.Stderr, hopts))
+	default:
+		fmt.Fprintln(os.Stderr, "broker: --log-format: text or json")
+		return 2
+	}
+	c.CacheBytes = int64(*cacheMiB) << 20
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := broker.Run(ctx, c, *grace); err != nil {
+		c.Log.Error("broker failed", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// token mints an HS256 bearer token.
+func token(args []string) int {
+	fs := flag.NewFlagSet("broker token", flag.ContinueOnError)
+	uid := fs.String("uid", "", "the user the token stands for")
+	ttl := fs.Duration("ttl", 24*time.Hour, "validity; 0 for no expiry")
+	secret := fs.String("auth-hmac-secret-file", "", "the broker's HMAC secret file")
+	if err := parse(fs, args); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		fmt.Fprintln(os.Stderr, "broker token:", err)
+		return 2
+	}
+	if *uid == "" || *secret == "" {
+		fmt.Fprintln(os.Stderr, "broker token: --uid and --auth-hmac-secret-file are required")
+		return 2
+	}
+	h, err := broker.LoadHMAC(*secret)
+	if err == nil {
+		var tok string
+		if tok, err = h.Sign(*uid, *ttl); err == nil {
+			fmt.Println(tok)
+			return 0
+		}
+	}
+	fmt.Fprintln(os.Stderr, "broker token:", err)
+	return 1
+}

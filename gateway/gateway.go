@@ -1,0 +1,305 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/seed84792017/cellcast/auth"
+	"github.com/seed84792017/cellcast/delivery"
+	"github.com/seed84792017/cellcast/dewey"
+	"github.com/seed84792017/cellcast/subscriptions"
+)
+
+// Limits bound what one client may do. Zero fields take the defaults.
+type Limits struct {
+	MaxFrame         int           // request bytes; default 64 KiB
+	MaxSubscriptions int           // live subscriptions per connection; default 10,000
+	Rate             float64       // requests per second per connection; default 2,000
+	Burst            int           // default 4,000
+	SendQueue        int           // notifications and replies queued per connection; default 16,384
+	WriteTimeout     time.Duration // default 10 s
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxFrame == 0 {
+		l.MaxFrame = 64 << 10
+	}
+	if l.MaxSubscriptions == 0 {
+		l.MaxSubscriptions = 10_000
+	}
+	if l.Rate == 0 {
+		l.Rate = 2000
+	}
+	if l.Burst == 0 {
+		l.Burst = 4000
+	}
+	if l.SendQueue == 0 {
+		l.SendQueue = 16 << 10
+	}
+	if l.WriteTimeout == 0 {
+		l.WriteTimeout = 10 * time.Second
+	}
+	return l
+}
+
+// Config shapes a Gateway.
+type Config struct {
+	Store  subscriptions.Store
+	Clock  subscriptions.Clock // the clock that stamps Store's operations
+	Tree   *dewey.QuadTree     // lat/lng map here
+	Topics *dewey.Topics       // nil: no topics
+	// Auth verifies bearer tokens; nil runs open: requests name their uid.
+	Auth    auth.Verifier
+	Limits  Limits
+	Metrics *Metrics
+	Log     *slog.Logger
+}
+
+// Gateway serves clients over WebSocket and NATS.
+type Gateway struct {
+	cfg     Config
+	limits  Limits
+	hub     *delivery.Hub
+	loc     locator
+	log     *slog.Logger
+	metrics *Metrics
+
+	mu      sync.Mutex
+	closing bool
+	conns   map[*wsConn]struct{}
+	ops     sync.WaitGroup // requests being served
+	writers sync.WaitGroup // WebSocket writers still draining
+}
+
+// New returns a gateway over cfg.Store.
+func New(cfg Config) *Gateway {
+	g := &Gateway{cfg: cfg, limits: cfg.Limits.withDefaults(), log: cfg.Log, metrics: cfg.Metrics,
+		loc: locator{tree: cfg.Tree, topics: cfg.Topics}, conns: map[*wsConn]struct{}{}}
+	if g.log == nil {
+		g.log = slog.Default()
+	}
+	g.hub = delivery.New(delivery.Config{Store: cfg.Store, Clock: cfg.Clock, Encode: g.loc.encodePublication})
+	return g
+}
+
+// Hub is the gateway's delivery hub, for its statistics.
+func (g *Gateway) Hub() *delivery.Hub { return g.hub }
+
+// session is one client as a request sees it.
+type session interface {
+	transport() string
+	// uid is the authenticated user, "" when the broker runs open.
+	uid() string
+	// reply queues a reply frame.
+	reply(b []byte)
+	// sink receives the notifications of the subscriptions this client
+	// makes or resumes.
+	sink() delivery.Sink
+	// admit reports whether one more subscription fits the client's limit.
+	admit() bool
+	// holds records that sid now routes to the client.
+	holds(sid string)
+}
+
+// begin counts a request as being served, unless the gateway is closing.
+func (g *Gateway) begin() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closing {
+		return false
+	}
+	g.ops.Add(1)
+	return true
+}
+
+// serve decodes and runs one request, answering on s.
+func (g *Gateway) serve(ctx context.Context, s session, data []byte) {
+	req, e := decodeRequest(data)
+	g.serveDecoded(ctx, s, req, e)
+}
+
+// serveDecoded runs req unless decoding it failed with e, answering on s.
+func (g *Gateway) serveDecoded(ctx context.Context, s session, req *Request, e *Error) {
+	if e == nil {
+		if !g.begin() {
+			e = codeOf(errClosing)
+		} else {
+			e = g.run(ctx, s, req)
+			g.ops.Done()
+		}
+	}
+	outcome := "ok"
+	if e != nil {
+		outcome = e.Code
+		if f, ok := s.(interface{ failed(code string) }); ok {
+			f.failed(e.Code)
+		}
+		s.reply(errorFrame(req.ID, e))
+		if e.Code == CodeInternal {
+			g.log.Error("request failed", "transport", s.transport(), "op", req.Op)
+		}
+	}
+	if g.metrics != nil {
+		op := req.Op
+		switch op {
+		case "subscribe", "publish", "unsubscribe", "resume":
+		default:
+			op = "other"
+		}
+		g.metrics.Requests.WithLabelValues(s.transport(), op, outcome).Inc()
+	}
+}
+
+// actor is the uid a request acts as: the authenticated one (which the
+// request may repeat but not change), or in open mode the one it names.
+func (g *Gateway) actor(s session, req *Request, required bool) (string, *Error) {
+	if u := s.uid(); u != "" {
+		if req.UID != "" && req.UID != u {
+			return "", errorf(CodeForbidden, "authenticated as %q, cannot act as %q", u, req.UID)
+		}
+		return u, nil
+	}
+	if required && req.UID == "" {
+		return "", errorf(CodeBadRequest, "uid required: this broker runs without auth, so requests name their user")
+	}
+	return req.UID, nil
+}
+
+func (g *Gateway) run(ctx context.Context, s session, req *Request) *Error {
+	var err error
+	switch req.Op {
+	case "subscribe":
+		err = g.subscribe(ctx, s, req)
+	case "publish":
+		err = g.publish(ctx, s, req)
+	case "unsubscribe":
+		err = g.unsubscribe(ctx, s, req)
+	case "resume":
+		err = g.resume(ctx, s, req)
+	case "":
+		return errorf(CodeBadRequest, "missing op")
+	default:
+		return errorf(CodeUnknownOp, "unknown op %q: use subscribe, publish, unsubscribe or resume", req.Op)
+	}
+	if err != nil {
+		e := codeOf(err)
+		if e.Code == CodeInternal {
+			g.log.Error("storage failure", "op", req.Op, "err", err)
+		}
+		return e
+	}
+	return nil
+}
+
+func (g *Gateway) subscribe(ctx context.Context, s session, req *Request) error {
+	uid, e := g.actor(s, req, true)
+	if e != nil {
+		return e
+	}
+	if !s.admit() {
+		return errorf(CodeTooMany, "too many live subscriptions on this connection (limit %d)", g.limits.MaxSubscriptions)
+	}
+	cell, err := g.loc.locate(req)
+	if err != nil {
+		return err
+	}
+	sr := &subscriptions.SubscribeRequest{Uid: uid, Cell: cell, Past: req.Past.get(), Future: req.Future.get(), SelfJoin: req.SelfJoin}
+	if req.Filter != nil {
+		sr.Filter = subscriptions.Filter{Keyword: req.Filter.Keyword, Attrs: req.Filter.Attrs}
+	}
+	return g.hub.Subscribe(ctx, sr, s.sink(), func(res *subscriptions.SubscribeResult) {
+		sid := res.Sub.Sid()
+		if res.Stored {
+			s.holds(sid)
+		}
+		s.reply(encode(subscribedReply{ID: req.ID, Op: "subscribed", Sid: sid, Cell: res.Sub.Cell.String(),
+			Ts: FormatTime(res.Sub.Ts), ExpiresAt: FormatTime(res.Sub.Tmax), Live: res.Stored, Results: g.loc.pubsJSON(res.Past)}))
+	})
+}
+
+func (g *Gateway) publish(ctx context.Context, s session, req *Request) error {
+	uid, e := g.actor(s, req, true)
+	if e != nil {
+		return e
+	}
+	cell, err := g.loc.locate(req)
+	if err != nil {
+		return err
+	}
+	pr := &subscriptions.PublishRequest{Uid: uid, Cell: cell, Expires: req.Expires.get(), Desc: req.Desc, Attrs: req.Attrs, SelfJoin: req.SelfJoin}
+	return g.hub.Publish(ctx, pr, func(res *subscriptions.PublishResult) {
+		r := publishedReply{ID: req.ID, Op: "published", Pid: res.Pub.Pid(), Cell: res.Pub.Cell.String(),
+			Tp: FormatTime(res.Pub.Tp), ExpiresAt: FormatTime(res.Pub.Tmax), Matched: len(res.Matches)}
+		if req.SelfJoin {
+			r.Recent = g.loc.pubsJSON(res.Recent)
+		}
+		s.reply(encode(r))
+	})
+}
+
+func (g *Gateway) unsubscribe(ctx context.Context, s session, req *Request) error {
+	uid, e := g.actor(s, req, false)
+	if e != nil {
+		return e
+	}
+	if req.Sid == "" {
+		return errorf(CodeBadRequest, "sid required")
+	}
+	if err := g.hub.Unsubscribe(ctx, req.Sid, uid); err != nil {
+		return err
+	}
+	s.reply(encode(simpleReply{ID: req.ID, Op: "unsubscribed", Sid: req.Sid}))
+	return nil
+}
+
+func (g *Gateway) resume(ctx context.Context, s session, req *Request) error {
+	uid, e := g.actor(s, req, false)
+	if e != nil {
+		return e
+	}
+	if req.Sid == "" || req.After == nil {
+		return errorf(CodeBadRequest, "sid and after required (after: the last seq received, 0 for none)")
+	}
+	if !s.admit() {
+		return errorf(CodeTooMany, "too many live subscriptions on this connection (limit %d)", g.limits.MaxSubscriptions)
+	}
+	return g.hub.Resume(ctx, req.Sid, *req.After, uid, s.sink(), func(res *subscriptions.ReplayResult) {
+		s.holds(req.Sid)
+		n := len(res.Pubs)
+		s.reply(encode(simpleReply{ID: req.ID, Op: "resumed", Sid: req.Sid, Replayed: &n}))
+		for i := range res.Pubs {
+			p := &res.Pubs[i]
+			s.reply(notificationFrame(&delivery.Notification{Sid: req.Sid, Seq: delivery.Seq(&res.Sub, p), Pub: p, Body: g.loc.encodePublication(p)}))
+		}
+	})
+}
+
+// Close stops taking requests, waits for those being served, then lets
+// every WebSocket connection drain its queue and close with "going away".
+func (g *Gateway) Close(ctx context.Context) error {
+	g.mu.Lock()
+	g.closing = true
+	conns := make([]*wsConn, 0, len(g.conns))
+	for c := range g.conns {
+		conns = append(conns, c)
+	}
+	g.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		g.ops.Wait()
+		for _, c := range conns {
+			c.close(closeGoingAway, "broker shutting down; reconnect and resume", true)
+		}
+		g.writers.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("gateway: %d connections still draining: %w", len(conns), ctx.Err())
+	}
+}

@@ -1,0 +1,86 @@
+package gateway
+
+import (
+	"io"
+	"net/http"
+
+	"github.com/seed84792017/cellcast/auth"
+	"github.com/seed84792017/cellcast/delivery"
+)
+
+// ServeHTTP serves POST /api/{op} with a request body as on the other
+// transports and the reply as the response. HTTP has nowhere to push to:
+// a subscription made here is stored and answers with its past results,
+// and a WebSocket or NATS client can resume it to get what follows.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s := &httpSession{}
+	if g.cfg.Auth != nil {
+		uid, err := g.cfg.Auth.Verify(auth.Bearer(r.Header.Get("Authorization")))
+		if err != nil {
+			writeJSON(w, http.StatusUnauthorized, errorFrame(nil, &Error{CodeUnauthorized, err.Error()}))
+			return
+		}
+		s.user = uid
+	}
+	body, err := readAtMost(http.MaxBytesReader(w, r.Body, int64(g.limits.MaxFrame)*16), nil, g.limits.MaxFrame)
+	if err != nil {
+		writeJSON(w, http.StatusRequestEntityTooLarge, errorFrame(nil, errorf(CodeTooLarge, "request over %d bytes", g.limits.MaxFrame)))
+		return
+	}
+	op := r.PathValue("op")
+	req, e := decodeRequest(body)
+	if e == nil {
+		e = natsRequest(req, op, "")
+	}
+	if e == nil && op == "resume" {
+		e = errorf(CodeBadRequest, "resume needs a WebSocket or NATS client to push to")
+	}
+	g.serveDecoded(r.Context(), s, req, e)
+	status := http.StatusOK
+	if s.err != "" {
+		status = statusOf(s.err)
+	}
+	writeJSON(w, status, s.out)
+}
+
+func writeJSON(w http.ResponseWriter, status int, b []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
+	io.WriteString(w, "\n")
+}
+
+func statusOf(code string) int {
+	switch code {
+	case CodeUnauthorized:
+		return http.StatusUnauthorized
+	case CodeForbidden:
+		return http.StatusForbidden
+	case CodeNotFound:
+		return http.StatusNotFound
+	case CodeTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case CodeOverloaded:
+		return http.StatusTooManyRequests
+	case CodeUnavailable:
+		return http.StatusServiceUnavailable
+	case CodeInternal:
+		return http.StatusInternalServerError
+	}
+	return http.StatusBadRequest
+}
+
+// httpSession keeps the one reply of its request.
+type httpSession struct {
+	user string
+	out  []byte
+	err  string
+}
+
+func (s *httpSession) transport() string   { return "http" }
+func (s *httpSession) uid() string         { return s.user }
+func (s *httpSession) sink() delivery.Sink { return nil }
+func (s *httpSession) admit() bool         { return true }
+func (s *httpSession) holds(string)        {}
+func (s *httpSession) reply(b []byte)      { s.out = b }
+func (s *httpSession) failed(code string)  { s.err = code }

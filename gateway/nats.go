@@ -1,0 +1,161 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/seed84792017/cellcast/auth"
+	"github.com/seed84792017/cellcast/delivery"
+)
+
+// NATS subjects.
+const (
+	SubjectPub    = "cellcast.pub"    // cellcast.pub.<dewey tokens> or cellcast.pub.topic.<path tokens>
+	SubjectNotify = "cellcast.notify" // cellcast.notify.<uid>
+	// Requests: cellcast.<op> for each op of the protocol.
+	SubjectPrefix = "cellcast."
+	// QueueGroup spreads requests over the brokers sharing a NATS server,
+	// so each is handled once.
+	QueueGroup = "cellcast"
+)
+
+// ServeNATS serves the NATS subjects on nc until the returned stop is
+// called; stop drains the subscriptions, finishing the messages taken.
+func (g *Gateway) ServeNATS(nc *nats.Conn) (stop func() error, err error) {
+	sink := &natsSink{g: g, nc: nc}
+	var subs []*nats.Subscription
+	stop = func() error {
+		var errs []error
+		for _, s := range subs {
+			errs = append(errs, s.Drain())
+		}
+		for _, s := range subs {
+			for s.IsValid() {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+		return errors.Join(errs...)
+	}
+	handle := func(subject string, fn nats.MsgHandler) error {
+		s, err := nc.QueueSubscribe(subject, QueueGroup, fn)
+		if err == nil {
+			// Bursts queue in the client library, not on the server's
+			// slow-consumer path; memory is bounded by the limits below.
+			err = s.SetPendingLimits(1<<16, 64<<20)
+			subs = append(subs, s)
+		}
+		return err
+	}
+	if err := handle(SubjectPub+".>", func(m *nats.Msg) { g.serveNATS(sink, m, "publish", strings.TrimPrefix(m.Subject, SubjectPub+".")) }); err != nil {
+		stop()
+		return nil, err
+	}
+	for _, op := range []string{"publish", "subscribe", "unsubscribe", "resume"} {
+		if err := handle(SubjectPrefix+op, func(m *nats.Msg) { g.serveNATS(sink, m, op, "") }); err != nil {
+			stop()
+			return nil, err
+		}
+	}
+	if g.metrics != nil {
+		g.metrics.Connections.WithLabelValues("nats").Inc()
+	}
+	return stop, nil
+}
+
+// serveNATS runs one NATS request. where is the cell part of a
+// cellcast.pub subject.
+func (g *Gateway) serveNATS(sink *natsSink, m *nats.Msg, op, where string) {
+	s := &natsSession{out: sink, msg: m}
+	data := m.Data
+	if len(data) == 0 {
+		data = []byte("{}")
+	}
+	req, e := decodeRequest(data)
+	if e == nil {
+		e = natsRequest(req, op, where)
+	}
+	if e == nil && g.cfg.Auth != nil {
+		tok := auth.Bearer(m.Header.Get("Authorization"))
+		if tok == "" {
+			tok = req.Token
+		}
+		uid, err := g.cfg.Auth.Verify(tok)
+		if err != nil {
+			e = &Error{CodeUnauthorized, err.Error() + " (send a bearer token in the Authorization header or the token field)"}
+		}
+		s.user = uid
+	}
+	if e == nil && (op == "subscribe" || op == "resume") {
+		uid := s.user
+		if uid == "" {
+			uid = req.UID
+		}
+		if uid != "" && !SubjectSafe(uid) {
+			e = errorf(CodeBadRequest, "uid %q cannot name a NATS subject (no '.', '*', '>' or spaces)", uid)
+		}
+	}
+	g.serveDecoded(context.Background(), s, req, e)
+}
+
+// natsRequest fills in what the subject says.
+func natsRequest(req *Request, op, where string) *Error {
+	if req.Op != "" && req.Op != op {
+		return errorf(CodeBadRequest, "op %q sent on the subject for %q", req.Op, op)
+	}
+	req.Op = op
+	if where == "" {
+		return nil
+	}
+	if req.Cell != nil || req.Topic != nil || req.Lat != nil || req.Lng != nil {
+		return errorf(CodeBadRequest, "the subject names the cell; the body may not")
+	}
+	if path, ok := strings.CutPrefix(where, "topic."); ok {
+		path = strings.ReplaceAll(path, ".", "/")
+		req.Topic = &path
+		return nil
+	}
+	req.Cell = &where
+	return nil
+}
+
+// natsSession answers on the request's reply subject, if it has one.
+type natsSession struct {
+	out  *natsSink
+	msg  *nats.Msg
+	user string
+}
+
+func (s *natsSession) transport() string   { return "nats" }
+func (s *natsSession) uid() string         { return s.user }
+func (s *natsSession) sink() delivery.Sink { return s.out }
+func (s *natsSession) admit() bool         { return true }
+func (s *natsSession) holds(string)        {}
+func (s *natsSession) reply(b []byte) {
+	if s.msg.Reply != "" {
+		s.out.nc.Publish(s.msg.Reply, b)
+	}
+}
+
+// natsSink publishes notifications to cellcast.notify.<uid>. NATS routes
+// them; a subscriber that is away misses them and resumes.
+type natsSink struct {
+	g  *Gateway
+	nc *nats.Conn
+}
+
+func (k *natsSink) Lost(string) {}
+
+func (k *natsSink) Notify(n *delivery.Notification) bool {
+	if k.nc.Publish(SubjectNotify+"."+n.Uid, notificationFrame(n)) != nil {
+		return false
+	}
+	if m := k.g.metrics; m != nil {
+		m.Notifications.WithLabelValues("nats").Inc()
+		m.PushLatency.Observe(time.Since(time.Unix(0, n.Pub.Tp)).Seconds())
+	}
+	return true
+}

@@ -1,0 +1,338 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/seed84792017/cellcast/delivery"
+	"github.com/seed84792017/cellcast/dewey"
+	"github.com/seed84792017/cellcast/subscriptions"
+)
+
+// Error codes of error replies.
+const (
+	CodeBadRequest   = "bad_request"
+	CodeUnauthorized = "unauthorized"
+	CodeForbidden    = "forbidden"
+	CodeNotFound     = "not_found"
+	CodeOverloaded   = "overloaded"  // request rate over the limit
+	CodeTooLarge     = "too_large"   // frame over the size limit
+	CodeTooMany      = "too_many"    // subscriptions per connection over the limit
+	CodeUnavailable  = "unavailable" // the broker is shutting down
+	CodeInternal     = "internal"    // a storage failure; the request may be retried
+	CodeUnknownOp    = "unknown_op"  // op is not one of the protocol's
+)
+
+// Error is an error reply.
+type Error struct {
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+func errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// codeOf maps an operation's error to its reply code.
+func codeOf(err error) *Error {
+	var e *Error
+	switch {
+	case errors.As(err, &e):
+		return e
+	case errors.Is(err, delivery.ErrForbidden):
+		return &Error{CodeForbidden, err.Error()}
+	case errors.Is(err, subscriptions.ErrUnknownSid):
+		return &Error{CodeNotFound, err.Error()}
+	case errors.Is(err, subscriptions.ErrBadRequest):
+		return &Error{CodeBadRequest, err.Error()}
+	case errors.Is(err, errClosing):
+		return &Error{CodeUnavailable, "the broker is shutting down"}
+	}
+	return &Error{CodeInternal, "storage failure; try again"}
+}
+
+var errClosing = errors.New("gateway closing")
+
+// Request is a client request, on either transport. Unknown fields are
+// refused, so a misspelt option does not pass silently.
+type Request struct {
+	ID      json.RawMessage `json:"id"`
+	Op      string          `json:"op"`
+	UID     string          `json:"uid"`
+	Token   string          `json:"token"`
+	Cell    *string         `json:"cell"`
+	Lat     *float64        `json:"lat"`
+	Lng     *float64        `json:"lng"`
+	RadiusM *float64        `json:"radius_m"`
+	Topic   *string         `json:"topic"`
+	Past    *Duration       `json:"past"`
+	Future  *Duration       `json:"future"`
+	Expires *Duration       `json:"expires"`
+	// SelfJoin: on subscribe, leave out what this user's earlier
+	// subscriptions already returned; on publish, reply with the cell's
+	// recent publications too.
+	SelfJoin bool              `json:"self_join"`
+	Filter   *Filter           `json:"filter"`
+	Desc     string            `json:"desc"`
+	Attrs    map[string]string `json:"attrs"`
+	Sid      string            `json:"sid"`
+	After    *int64            `json:"after"`
+}
+
+// decodeRequest parses one request. A request whose id could be read gets
+// it back even when the rest is wrong.
+func decodeRequest(data []byte) (*Request, *Error) {
+	req := &Request{}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(req)
+	if err == nil && dec.More() {
+		err = errors.New("data after the request object")
+	}
+	if err != nil {
+		var probe struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if json.Unmarshal(data, &probe) == nil && validID(probe.ID) {
+			req.ID = probe.ID
+		} else {
+			req.ID = nil
+		}
+		return req, errorf(CodeBadRequest, "malformed request: %v", err)
+	}
+	if !validID(req.ID) {
+		req.ID = nil
+		return req, errorf(CodeBadRequest, "id must be a string or a number")
+	}
+	return req, nil
+}
+
+func validID(id json.RawMessage) bool {
+	if len(id) == 0 {
+		return true
+	}
+	switch id[0] {
+	case '"', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return len(id) <= 256
+	}
+	return false
+}
+
+// Duration is a window or expiry: a Go duration string ("10s", "1m30s")
+// or a number of seconds.
+type Duration time.Duration
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("duration %q: use Go syntax such as \"10s\" or \"1m30s\"", s)
+		}
+		*d = Duration(v)
+		return nil
+	}
+	var secs float64
+	if err := json.Unmarshal(b, &secs); err != nil {
+		return fmt.Errorf("duration must be a string such as \"10s\" or a number of seconds")
+	}
+	if math.IsNaN(secs) || math.Abs(secs) > float64(math.MaxInt64)/1e9 {
+		return fmt.Errorf("duration %v seconds out of range", secs)
+	}
+	*d = Duration(secs * 1e9)
+	return nil
+}
+
+func (d *Duration) get() time.Duration {
+	if d == nil {
+		return 0
+	}
+	return time.Duration(*d)
+}
+
+// Filter narrows a subscription: a keyword in the description
+// (case-insensitive) and attributes that must be equal. A bare string is a
+// keyword.
+type Filter struct {
+	Keyword string            `json:"keyword"`
+	Attrs   map[string]string `json:"attrs"`
+}
+
+func (f *Filter) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		return json.Unmarshal(b, &f.Keyword)
+	}
+	type plain Filter
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode((*plain)(f))
+}
+
+// locator maps a request's location onto a namespaced cell.
+type locator struct {
+	tree   *dewey.QuadTree
+	topics *dewey.Topics
+}
+
+// locate takes exactly one of cell, lat+lng (+radius_m) and topic.
+func (l *locator) locate(req *Request) (subscriptions.Cell, error) {
+	forms := 0
+	for _, set := range []bool{req.Cell != nil, req.Lat != nil || req.Lng != nil, req.Topic != nil} {
+		if set {
+			forms++
+		}
+	}
+	if req.RadiusM != nil && req.Lat == nil {
+		return subscriptions.Cell{}, errorf(CodeBadRequest, "radius_m needs lat and lng")
+	}
+	if forms != 1 {
+		return subscriptions.Cell{}, errorf(CodeBadRequest, "give exactly one location: cell, lat+lng (with optional radius_m), or topic")
+	}
+	switch {
+	case req.Cell != nil:
+		c, err := subscriptions.ParseCell(*req.Cell)
+		if err != nil {
+			return c, errorf(CodeBadRequest, "cell %q: %v", *req.Cell, err)
+		}
+		return c, nil
+	case req.Topic != nil:
+		if l.topics == nil {
+			return subscriptions.Cell{}, errorf(CodeBadRequest, "this broker has no topic registry")
+		}
+		id, err := l.topics.Resolve(*req.Topic)
+		if errors.Is(err, dewey.ErrBadTopic) {
+			return subscriptions.Cell{}, errorf(CodeBadRequest, "%v", err)
+		}
+		return subscriptions.Cell{NS: subscriptions.NSTopic, ID: id}, err
+	}
+	if req.Lat == nil || req.Lng == nil {
+		return subscriptions.Cell{}, errorf(CodeBadRequest, "lat and lng go together")
+	}
+	var id dewey.ID
+	var err error
+	if req.RadiusM != nil {
+		id, err = l.tree.CircleCell(*req.Lat, *req.Lng, *req.RadiusM)
+	} else {
+		id, err = l.tree.Cell(*req.Lat, *req.Lng, l.tree.MaxDepth())
+	}
+	if err != nil {
+		return subscriptions.Cell{}, errorf(CodeBadRequest, "%v", err)
+	}
+	return subscriptions.Cell{NS: subscriptions.NSCell, ID: id}, nil
+}
+
+// Reply bodies. Times are RFC 3339 with nanoseconds: exact, and safe in
+// JavaScript, which cannot hold a nanosecond stamp in a number.
+type pubJSON struct {
+	Pid       string            `json:"pid"`
+	Uid       string            `json:"uid"`
+	Cell      string            `json:"cell"`
+	Topic     string            `json:"topic,omitempty"`
+	Tp        string            `json:"tp"`
+	ExpiresAt string            `json:"expires_at"`
+	Desc      string            `json:"desc,omitempty"`
+	Attrs     map[string]string `json:"attrs,omitempty"`
+}
+
+// FormatTime renders a broker stamp.
+func FormatTime(t int64) string { return time.Unix(0, t).UTC().Format(time.RFC3339Nano) }
+
+func (l *locator) pubJSON(p *subscriptions.Publication) pubJSON {
+	j := pubJSON{Pid: p.Pid(), Uid: p.Uid, Cell: p.Cell.String(), Tp: FormatTime(p.Tp),
+		ExpiresAt: FormatTime(p.Tmax), Desc: p.Desc, Attrs: p.Attrs}
+	if p.Cell.NS == subscriptions.NSTopic && l.topics != nil {
+		j.Topic, _ = l.topics.Path(p.Cell.ID)
+	}
+	return j
+}
+
+func (l *locator) encodePublication(p *subscriptions.Publication) []byte {
+	b, _ := json.Marshal(l.pubJSON(p))
+	return b
+}
+
+func (l *locator) pubsJSON(ps []subscriptions.Publication) []pubJSON {
+	out := make([]pubJSON, len(ps))
+	for i := range ps {
+		out[i] = l.pubJSON(&ps[i])
+	}
+	return out
+}
+
+// notificationFrame renders a notification around the publication's
+// shared body. Sids hold only [0-9a-z.t-], so they need no escaping.
+func notificationFrame(n *delivery.Notification) []byte {
+	b := make([]byte, 0, len(n.Body)+len(n.Sid)+64)
+	b = append(b, `{"op":"notification","sid":"`...)
+	b = append(b, n.Sid...)
+	b = append(b, `","seq":`...)
+	b = strconv.AppendInt(b, n.Seq, 10)
+	b = append(b, `,"publication":`...)
+	b = append(b, n.Body...)
+	return append(b, '}')
+}
+
+type subscribedReply struct {
+	ID        json.RawMessage `json:"id,omitempty"`
+	Op        string          `json:"op"`
+	Sid       string          `json:"sid"`
+	Cell      string          `json:"cell"`
+	Ts        string          `json:"ts"`
+	ExpiresAt string          `json:"expires_at"`
+	Live      bool            `json:"live"` // false: no future window, nothing will follow
+	Results   []pubJSON       `json:"results"`
+}
+
+type publishedReply struct {
+	ID        json.RawMessage `json:"id,omitempty"`
+	Op        string          `json:"op"`
+	Pid       string          `json:"pid"`
+	Cell      string          `json:"cell"`
+	Tp        string          `json:"tp"`
+	ExpiresAt string          `json:"expires_at"`
+	Matched   int             `json:"matched"`
+	Recent    []pubJSON       `json:"recent,omitempty"`
+}
+
+type simpleReply struct {
+	ID       json.RawMessage `json:"id,omitempty"`
+	Op       string          `json:"op"`
+	Sid      string          `json:"sid,omitempty"`
+	Replayed *int            `json:"replayed,omitempty"`
+}
+
+type errorReply struct {
+	ID      json.RawMessage `json:"id,omitempty"`
+	Op      string          `json:"op"`
+	Code    string          `json:"code"`
+	Message string          `json:"message"`
+}
+
+func encode(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only our own reply types reach here; they always marshal.
+		panic(err)
+	}
+	return b
+}
+
+func errorFrame(id json.RawMessage, e *Error) []byte {
+	return encode(errorReply{ID: id, Op: "error", Code: e.Code, Message: e.Message})
+}
+
+// SubjectSafe reports whether uid can be a NATS subject token.
+func SubjectSafe(uid string) bool {
+	return uid != "" && !strings.ContainsAny(uid, ".*> \t\r\n")
+}
