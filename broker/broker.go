@@ -140,13 +140,12 @@ func LoadHMAC(path string) (*auth.HMAC, error) {
 
 // Start opens the store, connects NATS and serves. On error, whatever
 // was opened is closed again.
-func Start(cfg Config) (b *Broker, err error) {
+func Start(cfg Config) (_ *Broker, err error) {
 	cfg.withDefaults()
-	b = &Broker{cfg: cfg, log: cfg.Log, served: make(chan error, 1)}
+	b := &Broker{cfg: cfg, log: cfg.Log, served: make(chan error, 1)}
 	defer func() {
 		if err != nil {
 			b.abort()
-			b = nil
 		}
 	}()
 	verifier, err := cfg.verifier()

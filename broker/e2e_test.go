@@ -1,0 +1,492 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/seed84792017/cellcast/gateway"
+)
+
+// start runs a broker on loopback ports chosen by the OS.
+func start(t *testing.T, cfg Config) *Broker {
+	t.Helper()
+	if cfg.DataDir == "" {
+		cfg.DataDir = t.TempDir()
+	}
+	cfg.HTTPAddr = "127.0.0.1:0"
+	if cfg.NATSListen == "" {
+		cfg.NATSListen = "127.0.0.1:0"
+	}
+	cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	b, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if b.ready.Load() {
+			b.Shutdown(context.Background())
+		}
+	})
+	return b
+}
+
+type msg = map[string]any
+
+// client is a WebSocket client that sorts what arrives into replies (by
+// id) and notifications.
+type client struct {
+	t     *testing.T
+	ws    *websocket.Conn
+	in    chan msg
+	notes []msg
+	err   error // why the reader stopped
+	done  chan struct{}
+	ids   int
+}
+
+func dial(t *testing.T, b *Broker, header http.Header) *client {
+	t.Helper()
+	c, err := dialErr(b, header)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.ws.Close() })
+	c.t = t
+	return c
+}
+
+func dialErr(b *Broker, header http.Header) (*client, error) {
+	ws, resp, err := websocket.DefaultDialer.Dial("ws://"+b.HTTPAddr()+"/ws", header)
+	if err != nil {
+		if resp != nil {
+			body, _ := io.ReadAll(resp.Body)
+			return nil, fmt.Errorf("%w: %d %s", err, resp.StatusCode, body)
+		}
+		return nil, err
+	}
+	c := &client{ws: ws, in: make(chan msg, 1<<16), done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		defer close(c.in)
+		for {
+			_, data, err := ws.ReadMessage()
+			if err != nil {
+				c.err = err
+				return
+			}
+			var m msg
+			if err := json.Unmarshal(data, &m); err != nil {
+				c.err = fmt.Errorf("frame %q: %w", data, err)
+				return
+			}
+			c.in <- m
+		}
+	}()
+	return c, nil
+}
+
+func (c *client) send(m msg) string {
+	c.t.Helper()
+	if _, ok := m["id"]; !ok {
+		c.ids++
+		m["id"] = fmt.Sprint("r", c.ids)
+	}
+	if err := c.ws.WriteJSON(m); err != nil {
+		c.t.Fatal(err)
+	}
+	return m["id"].(string)
+}
+
+// next returns the next frame, failing after a while.
+func (c *client) next() msg {
+	c.t.Helper()
+	select {
+	case m, ok := <-c.in:
+		if !ok {
+			c.t.Fatalf("connection ended: %v", c.err)
+		}
+		return m
+	case <-time.After(10 * time.Second):
+		c.t.Fatal("no frame within 10 s")
+	}
+	return nil
+}
+
+// do sends a request and returns its reply, keeping notifications that
+// come first.
+func (c *client) do(m msg) msg {
+	c.t.Helper()
+	id := c.send(m)
+	for {
+		f := c.next()
+		if f["op"] == "notification" {
+			c.notes = append(c.notes, f)
+			continue
+		}
+		if f["id"] != id {
+			c.t.Fatalf("reply %v to another request than %s", f, id)
+		}
+		return f
+	}
+}
+
+// wait collects notifications until there are n.
+func (c *client) wait(n int) []msg {
+	c.t.Helper()
+	for len(c.notes) < n {
+		f := c.next()
+		if f["op"] != "notification" {
+			c.t.Fatalf("unexpected frame %v", f)
+		}
+		c.notes = append(c.notes, f)
+	}
+	return c.notes
+}
+
+// quiet checks nothing more arrives for a moment.
+func (c *client) quiet() {
+	c.t.Helper()
+	select {
+	case f, ok := <-c.in:
+		if ok {
+			c.t.Fatalf("unexpected frame %v", f)
+		}
+	case <-time.After(150 * time.Millisecond):
+	}
+}
+
+func wantOp(t *testing.T, m msg, op string) {
+	t.Helper()
+	if m["op"] != op {
+		t.Fatalf("got %v, want op %q", m, op)
+	}
+}
+
+func pidsOf(ms []msg) []string {
+	var out []string
+	for _, m := range ms {
+		if p, ok := m["publication"].(msg); ok {
+			out = append(out, p["pid"].(string))
+		} else {
+			out = append(out, m["pid"].(string))
+		}
+	}
+	return out
+}
+
+func results(m msg) []msg {
+	var out []msg
+	for _, r := range m["results"].([]any) {
+		out = append(out, r.(msg))
+	}
+	return out
+}
+
+func TestSubscribePublishNotifyAcrossDepthsAndTopics(t *testing.T) {
+	b := start(t, Config{})
+	sub := dial(t, b, nil)
+	pub := dial(t, b, nil)
+
+	// Past data first: a publication in 1.4.2 before anyone subscribes.
+	early := pub.do(msg{"op": "publish", "uid": "p", "cell": "1.4.2", "expires": "1m", "desc": "early"})
+	wantOp(t, early, "published")
+
+	deep := sub.do(msg{"op": "subscribe", "uid": "alice", "cell": "1.4.2.3", "past": "1m", "future": "1m"})
+	wantOp(t, deep, "subscribed")
+	if got := pidsOf(results(deep)); len(got) != 1 || got[0] != early["pid"] {
+		t.Fatalf("past results of 1.4.2.3 = %v, want the ancestor's %v", got, early["pid"])
+	}
+	shallow := sub.do(msg{"op": "subscribe", "uid": "alice", "cell": "1.4", "future": "1m"})
+	topic := sub.do(msg{"op": "subscribe", "uid": "alice", "topic": "sports/soccer", "future": "1m"})
+	filtered := sub.do(msg{"op": "subscribe", "uid": "alice", "cell": "1", "future": "1m", "filter": "FIRE"})
+	for _, m := range []msg{shallow, topic, filtered} {
+		wantOp(t, m, "subscribed")
+	}
+
+	// 1.4.2.3.1 is under all three geo subscriptions; 1.4.1 under 1.4 and 1; 1.5 under 1 only.
+	p1 := pub.do(msg{"op": "publish", "uid": "p", "cell": "1.4.2.3.1", "expires": "1m", "desc": "a fire"})
+	if p1["matched"] != 3.0 {
+		t.Fatalf("publish in 1.4.2.3.1 matched %v, want 3", p1["matched"])
+	}
+	p2 := pub.do(msg{"op": "publish", "uid": "p", "cell": "1.4.1", "expires": "1m", "desc": "flood"})
+	p3 := pub.do(msg{"op": "publish", "uid": "p", "topic": "sports", "expires": "1m", "desc": "derby"})
+	p4 := pub.do(msg{"op": "publish", "uid": "p", "topic": "sports/tennis", "expires": "1m"})
+	if p4["matched"] != 0.0 {
+		t.Fatalf("sports/tennis matched %v", p4["matched"])
+	}
+	notes := sub.wait(5)
+	sub.quiet()
+	got := map[string][]string{}
+	for _, n := range notes {
+		sid := n["sid"].(string)
+		got[sid] = append(got[sid], n["publication"].(msg)["pid"].(string))
+		if n["seq"].(float64) <= 0 {
+			t.Fatalf("seq %v", n["seq"])
+		}
+	}
+	want := map[string][]string{
+		deep["sid"].(string):     {p1["pid"].(string)},
+		shallow["sid"].(string):  {p1["pid"].(string), p2["pid"].(string)},
+		topic["sid"].(string):    {p3["pid"].(string)},
+		filtered["sid"].(string): {p1["pid"].(string)},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("notifications\n got %v\nwant %v", got, want)
+	}
+	if tp := notes[len(notes)-1]["publication"].(msg)["topic"]; tp != "sports" {
+		t.Fatalf("topic publication names topic %v", tp)
+	}
+
+	// lat/lng map into the quad tree: a point subscription hears a radius publication around it.
+	pt := sub.do(msg{"op": "subscribe", "uid": "alice", "lat": 40.7580, "lng": -73.9855, "future": "1m"})
+	wantOp(t, pt, "subscribed")
+	if depth := strings.Count(pt["cell"].(string), ".") + 1; depth != 12 {
+		t.Fatalf("a point maps to %v, depth %d", pt["cell"], depth)
+	}
+	around := pub.do(msg{"op": "publish", "uid": "p", "lat": 40.7580, "lng": -73.9855, "radius_m": 2000, "expires": "1m"})
+	if around["matched"].(float64) < 1 {
+		t.Fatalf("radius publication matched %v", around["matched"])
+	}
+	n := sub.wait(len(notes) + 1)
+	if last := n[len(n)-1]; last["sid"] != pt["sid"] {
+		t.Fatalf("point subscription not notified: %v", last)
+	}
+
+	// Unsubscribe stops notifications.
+	wantOp(t, sub.do(msg{"op": "unsubscribe", "uid": "alice", "sid": shallow["sid"]}), "unsubscribed")
+	pub.do(msg{"op": "publish", "uid": "p", "cell": "1.4.7", "expires": "1m"})
+	sub.quiet()
+}
+
+func TestResumeAfterDroppedConnectionLosesNothing(t *testing.T) {
+	b := start(t, Config{})
+	pub := dial(t, b, nil)
+	a := dial(t, b, nil)
+	s := a.do(msg{"op": "subscribe", "uid": "bob", "cell": "1.2", "future": "5m"})
+	sid := s["sid"].(string)
+	var pids []string
+	publish := func(n int) {
+		for range n {
+			pids = append(pids, pub.do(msg{"op": "publish", "uid": "p", "cell": "1.2.3", "expires": "5m"})["pid"].(string))
+		}
+	}
+	publish(5)
+	got := pidsOf(a.wait(5))
+	last := a.notes[4]["seq"].(float64)
+	a.ws.Close() // the connection drops
+	<-a.done
+	publish(7) // missed while away
+	bb := dial(t, b, nil)
+	r := bb.do(msg{"op": "resume", "uid": "bob", "sid": sid, "after": last})
+	wantOp(t, r, "resumed")
+	if r["replayed"] != 7.0 {
+		t.Fatalf("replayed %v, want 7", r["replayed"])
+	}
+	publish(3) // live again
+	notes := bb.wait(10)
+	got = append(got, pidsOf(notes)...)
+	if fmt.Sprint(got) != fmt.Sprint(pids) {
+		t.Fatalf("delivered\n %v\nwant\n %v", got, pids)
+	}
+	prev := last
+	for _, n := range notes {
+		if seq := n["seq"].(float64); seq <= prev {
+			t.Fatalf("seq %v after %v", seq, prev)
+		}
+		prev = n["seq"].(float64)
+	}
+	bb.quiet()
+	// Someone else cannot resume it; an unknown sid is not found.
+	other := bb.do(msg{"op": "resume", "uid": "mallory", "sid": sid, "after": 0})
+	if other["code"] != gateway.CodeForbidden {
+		t.Fatalf("resume by another user: %v", other)
+	}
+	if m := bb.do(msg{"op": "resume", "uid": "bob", "sid": "zzzz-1.2", "after": 0}); m["code"] != gateway.CodeNotFound {
+		t.Fatalf("unknown sid: %v", m)
+	}
+}
+
+func TestBadRequestsGetErrorFramesAndTheConnectionLives(t *testing.T) {
+	b := start(t, Config{Gateway: gateway.Limits{MaxFrame: 4096, MaxSubscriptions: 2}})
+	c := dial(t, b, nil)
+	other := dial(t, b, nil)
+	os := other.do(msg{"op": "subscribe", "uid": "o", "cell": "1.3", "future": "1m"})
+	wantOp(t, os, "subscribed")
+	cases := []struct {
+		name, frame, code string
+	}{
+		{"malformed JSON", `{"id":"x","op":`, gateway.CodeBadRequest},
+		{"not an object", `[1,2]`, gateway.CodeBadRequest},
+		{"unknown op", `{"id":"x","op":"explode"}`, gateway.CodeUnknownOp},
+		{"missing op", `{"id":"x"}`, gateway.CodeBadRequest},
+		{"unknown field", `{"id":"x","op":"subscribe","uid":"u","cell":"1","fiture":"1s"}`, gateway.CodeBadRequest},
+		{"wrong type", `{"id":"x","op":"subscribe","uid":"u","cell":1.4}`, gateway.CodeBadRequest},
+		{"wrong duration", `{"id":"x","op":"subscribe","uid":"u","cell":"1","past":"soon"}`, gateway.CodeBadRequest},
+		{"missing uid", `{"id":"x","op":"subscribe","cell":"1"}`, gateway.CodeBadRequest},
+		{"missing location", `{"id":"x","op":"publish","uid":"u"}`, gateway.CodeBadRequest},
+		{"two locations", `{"id":"x","op":"publish","uid":"u","cell":"1","topic":"a"}`, gateway.CodeBadRequest},
+		{"invalid dewey zero", `{"id":"x","op":"publish","uid":"u","cell":"1.0.2"}`, gateway.CodeBadRequest},
+		{"invalid dewey text", `{"id":"x","op":"publish","uid":"u","cell":"1.a"}`, gateway.CodeBadRequest},
+		{"too deep", `{"id":"x","op":"publish","uid":"u","cell":"1.1.1.1.1.1.1.1.1.1.1.1.1.1.1.1.1"}`, gateway.CodeBadRequest},
+		{"bad topic", `{"id":"x","op":"subscribe","uid":"u","topic":"Sports//x"}`, gateway.CodeBadRequest},
+		{"outside the map", `{"id":"x","op":"subscribe","uid":"u","lat":10,"lng":10}`, gateway.CodeBadRequest},
+		{"lat without lng", `{"id":"x","op":"subscribe","uid":"u","lat":41}`, gateway.CodeBadRequest},
+		{"negative radius", `{"id":"x","op":"subscribe","uid":"u","lat":41,"lng":-74,"radius_m":-5}`, gateway.CodeBadRequest},
+		{"absurd window", `{"id":"x","op":"subscribe","uid":"u","cell":"1","future":"10000h"}`, gateway.CodeBadRequest},
+		{"negative window", `{"id":"x","op":"subscribe","uid":"u","cell":"1","past":-5}`, gateway.CodeBadRequest},
+		{"absurd expiry", `{"id":"x","op":"publish","uid":"u","cell":"1","expires":1e300}`, gateway.CodeBadRequest},
+		{"resume without after", `{"id":"x","op":"resume","uid":"u","sid":"abc-1"}`, gateway.CodeBadRequest},
+		{"resume negative", `{"id":"x","op":"resume","uid":"u","sid":"abc-1","after":-1}`, gateway.CodeBadRequest},
+		{"bad sid", `{"id":"x","op":"unsubscribe","uid":"u","sid":"no dash"}`, gateway.CodeBadRequest},
+		{"unknown sid", `{"id":"x","op":"unsubscribe","uid":"u","sid":"abc-1"}`, gateway.CodeNotFound},
+		{"oversized frame", `{"id":"x","op":"publish","uid":"u","cell":"1","desc":"` + strings.Repeat("a", 5000) + `"}`, gateway.CodeTooLarge},
+		{"desc over the store limit", `{"id":"x","op":"publish","uid":"u","cell":"1","attrs":{"":"v"}}`, gateway.CodeBadRequest},
+	}
+	for _, tc := range cases {
+		if err := c.ws.WriteMessage(websocket.TextMessage, []byte(tc.frame)); err != nil {
+			t.Fatal(err)
+		}
+		m := c.next()
+		if m["op"] != "error" || m["code"] != tc.code || m["message"] == "" {
+			t.Errorf("%s: got %v, want error %s", tc.name, m, tc.code)
+		}
+	}
+	// The subscription limit: two fit, the third is refused.
+	c.do(msg{"op": "subscribe", "uid": "u", "cell": "1.5", "future": "1m"})
+	c.do(msg{"op": "subscribe", "uid": "u", "cell": "1.6", "future": "1m"})
+	if m := c.do(msg{"op": "subscribe", "uid": "u", "cell": "1.7", "future": "1m"}); m["code"] != gateway.CodeTooMany {
+		t.Fatalf("third subscription: %v", m)
+	}
+	// Nothing bad was stored, and everyone still works.
+	p := c.do(msg{"op": "publish", "uid": "u", "cell": "1.3", "expires": "1m"})
+	if p["matched"] != 1.0 {
+		t.Fatalf("after the bad requests: %v", p)
+	}
+	if n := other.wait(1); pidsOf(n)[0] != p["pid"] {
+		t.Fatalf("other client got %v", n)
+	}
+	check := dial(t, b, nil).do(msg{"op": "subscribe", "uid": "z", "cell": "1", "past": "1m"})
+	if got := pidsOf(results(check)); len(got) != 1 || got[0] != p["pid"] {
+		t.Fatalf("stored publications after the bad requests: %v", got)
+	}
+}
+
+func TestRateLimit(t *testing.T) {
+	b := start(t, Config{Gateway: gateway.Limits{Rate: 1, Burst: 3}})
+	c := dial(t, b, nil)
+	codes := map[any]int{}
+	for range 10 {
+		codes[c.do(msg{"op": "publish", "uid": "u", "cell": "1"})["op"]]++
+	}
+	if codes["published"] < 3 || codes["error"] < 5 {
+		t.Fatalf("with burst 3 at 1/s, 10 requests gave %v", codes)
+	}
+}
+
+func TestSlowConsumerIsCutAndResumes(t *testing.T) {
+	b := start(t, Config{Gateway: gateway.Limits{SendQueue: 8}})
+	slow := dial(t, b, nil)
+	s := slow.do(msg{"op": "subscribe", "uid": "s", "cell": "1", "future": "5m"})
+	// The slow client stops reading; its socket buffers fill and then its
+	// queue. A big description fills them sooner.
+	big := strings.Repeat("x", 4000)
+	pub := dial(t, b, nil)
+	var pids []string
+	for i := 0; ; i++ {
+		r := pub.do(msg{"op": "publish", "uid": "p", "cell": "1.1", "expires": "5m", "desc": big})
+		pids = append(pids, r["pid"].(string))
+		if b.gw.Hub().Stats().Refused > 0 {
+			break
+		}
+		if i > 20000 {
+			t.Fatal("never cut")
+		}
+	}
+	// The publisher was never blocked, and the slow client learns why it was cut.
+	var closeErr *websocket.CloseError
+	got := 0
+	for range slow.in {
+		got++
+	}
+	if !errorsAs(slow.err, &closeErr) || closeErr.Code != websocket.CloseTryAgainLater || !strings.Contains(closeErr.Text, "slow consumer") {
+		t.Fatalf("slow client ended with %v", slow.err)
+	}
+	// Resuming from the last seq it got replays the rest.
+	last := 0.0
+	for _, n := range slow.notes {
+		last = n["seq"].(float64)
+	}
+	_ = got
+	again := dial(t, b, nil)
+	r := again.do(msg{"op": "resume", "uid": "s", "sid": s["sid"], "after": last})
+	wantOp(t, r, "resumed")
+	if r["replayed"].(float64) < 1 {
+		t.Fatalf("replayed %v", r["replayed"])
+	}
+}
+
+func errorsAs(err error, target **websocket.CloseError) bool {
+	ce, ok := err.(*websocket.CloseError)
+	if ok {
+		*target = ce
+	}
+	return ok
+}
+
+func TestShutdownAndRestartKeepPublications(t *testing.T) {
+	dir := t.TempDir()
+	b := start(t, Config{DataDir: dir})
+	c := dial(t, b, nil)
+	s := c.do(msg{"op": "subscribe", "uid": "u", "cell": "1.2", "future": "10m"})
+	p := c.do(msg{"op": "publish", "uid": "p", "cell": "1.2.1", "expires": "10m"})
+	c.wait(1)
+	if err := b.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	<-c.done
+	var ce *websocket.CloseError
+	if !errorsAs(c.err, &ce) || ce.Code != websocket.CloseGoingAway {
+		t.Fatalf("client saw %v at shutdown", c.err)
+	}
+	b2 := start(t, Config{DataDir: dir})
+	c2 := dial(t, b2, nil)
+	q := c2.do(msg{"op": "subscribe", "uid": "v", "cell": "1", "past": "10m"})
+	if got := pidsOf(results(q)); len(got) != 1 || got[0] != p["pid"] {
+		t.Fatalf("after restart, past results %v, want %v", got, p["pid"])
+	}
+	// The subscription survived too: resume it and hear new publications.
+	r := c2.do(msg{"op": "resume", "uid": "u", "sid": s["sid"], "after": c.notes[0]["seq"]})
+	if r["replayed"] != 0.0 {
+		t.Fatalf("resume after restart: %v", r)
+	}
+	p2 := c2.do(msg{"op": "publish", "uid": "p", "cell": "1.2.2", "expires": "10m"})
+	if n := c2.wait(1); pidsOf(n)[0] != p2["pid"] {
+		t.Fatalf("after restart got %v", n)
+	}
+}
+
+func TestOpenModeRefusesNonLoopback(t *testing.T) {
+	_, err := Start(Config{DataDir: t.TempDir(), HTTPAddr: "0.0.0.0:0", NATSListen: "127.0.0.1:0", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err == nil || !strings.Contains(err.Error(), "auth") {
+		t.Fatalf("open broker on 0.0.0.0: %v", err)
+	}
+}
+
+func writeFile(t *testing.T, name, body string) string {
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
