@@ -2,9 +2,14 @@
 GO ?= go
 FUZZTIME ?= 10s
 
-.PHONY: test vet unit race fuzz bench-lsm
+.PHONY: test vet tools unit race fuzz bench-lsm
 
-test: vet unit race fuzz
+test: vet tools unit race fuzz
+
+# A nats-server binary for the tests against an external NATS server.
+TOOLS := $(CURDIR)/.tools
+tools:
+	GOBIN=$(TOOLS) $(GO) install github.com/nats-io/nats-server/v2@v2.15.2
 
 vet:
 	$(GO) vet ./...
@@ -12,13 +17,14 @@ vet:
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 
 unit:
-	$(GO) test -count=1 ./...
+	PATH="$(TOOLS):$$PATH" $(GO) test -count=1 ./...
 
 # The concurrent engine code, and the stores driven from several goroutines,
 # under the race detector (short mode keeps it quick).
 race:
 	$(GO) test -count=1 -race -short ./lsm/...
 	$(GO) test -count=1 -race -short -run Concurrent ./dualdb ./twodb
+	$(GO) test -count=1 -race -short ./delivery ./gateway ./broker
 
 # Each decoder's fuzz target, briefly.
 fuzz:
@@ -28,6 +34,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEdit$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./lsm/internal/manifest
 	$(GO) test -run '^$$' -fuzz '^FuzzBatch$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./lsm
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./dewey
+	$(GO) test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./gateway
 	$(GO) test -run '^$$' -fuzz '^FuzzFragment$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./listdb
 
 # The storage engine benchmark against Pebble and goleveldb; prints the table

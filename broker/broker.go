@@ -346,7 +346,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		errs = append(errs, b.gw.Close(ctx))
 	}
 	if b.nc != nil {
-		errs = append(errs, b.nc.FlushTimeout(5*time.Second))
+		if b.nc.IsConnected() {
+			errs = append(errs, b.nc.FlushTimeout(5*time.Second))
+		}
 		b.nc.Close()
 	}
 	if b.ns != nil {

@@ -31,7 +31,11 @@ func (g *Gateway) ServeNATS(nc *nats.Conn) (stop func() error, err error) {
 	stop = func() error {
 		var errs []error
 		for _, s := range subs {
-			errs = append(errs, s.Drain())
+			if nc.IsConnected() {
+				errs = append(errs, s.Drain())
+			} else {
+				errs = append(errs, s.Unsubscribe()) // nobody to drain from
+			}
 		}
 		for _, s := range subs {
 			for s.IsValid() {
