@@ -286,7 +286,11 @@ func (m *mark) raise(db *lsm.DB, v int64) error {
 // Meta keys live in their own namespaces: 'r' topic registry, 'm' metadata.
 var clockFloorKey = []byte("m/clock-floor")
 
-const floorMargin = int64(time.Minute)
+// floorMargin is how far the persisted floor runs ahead of the stamps. A
+// restart resumes stamping at the floor, so a large margin would freeze
+// the clock (stamps 1 ns apart) until the wall clock caught up; a small
+// one costs a synced write of the floor once per margin.
+const floorMargin = int64(time.Second)
 
 // NewStore wraps a backend.
 func NewStore(b Backend, cfg Config) (*Store, error) {
