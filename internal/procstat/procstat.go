@@ -8,14 +8,19 @@ import (
 
 // RSSMiB is the resident set size of this process in MiB, or -1 where
 // /proc is not available.
-func RSSMiB() float64 { return field("VmRSS:") }
+func RSSMiB() float64 { return field("self", "VmRSS:") }
 
 // PeakRSSMiB is the largest resident set size this process has had, in
 // MiB, or -1 where /proc is not available.
-func PeakRSSMiB() float64 { return field("VmHWM:") }
+func PeakRSSMiB() float64 { return field("self", "VmHWM:") }
 
-func field(name string) float64 {
-	b, err := os.ReadFile("/proc/self/status")
+// ProcessRSSMiB and ProcessPeakRSSMiB are the same for another process.
+func ProcessRSSMiB(pid int) float64 { return field(strconv.Itoa(pid), "VmRSS:") }
+
+func ProcessPeakRSSMiB(pid int) float64 { return field(strconv.Itoa(pid), "VmHWM:") }
+
+func field(proc, name string) float64 {
+	b, err := os.ReadFile("/proc/" + proc + "/status")
 	if err != nil {
 		return -1
 	}
