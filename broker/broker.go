@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -50,6 +51,7 @@ type Config struct {
 	Gateway        gateway.Limits
 	Sync           bool  // fsync every write before answering
 	CacheBytes     int64 // block cache; default listdb.DefaultCacheBudget
+	Pprof          bool  // serve /debug/pprof/ on the HTTP address
 	Log            *slog.Logger
 }
 
@@ -327,6 +329,11 @@ func (b *Broker) routes(reg *prometheus.Registry) http.Handler {
 		w.Write([]byte("ready\n"))
 	})
 	mux.HandleFunc("POST /api/{op}", b.gw.ServeHTTP)
+	if b.cfg.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	return mux
 }
 

@@ -83,6 +83,7 @@ func run(args []string) int {
 	fs.IntVar(&c.Gateway.Burst, "burst", 4000, "request burst per WebSocket connection")
 	fs.IntVar(&c.Gateway.SendQueue, "send-queue", 16<<10, "messages queued per WebSocket connection before it is cut as a slow consumer")
 	fs.BoolVar(&c.Sync, "sync", false, "fsync every write before answering (otherwise the WAL reaches the OS at once and the disk within the OS's flush)")
+	fs.BoolVar(&c.Pprof, "pprof", false, "serve Go profiles at /debug/pprof/ on the HTTP address")
 	cacheMiB := fs.Int("cache-mib", 128, "block cache size in MiB")
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long a shutdown may take to drain clients")
 	level := fs.String("log-level", "info", "debug, info, warn or error")

@@ -62,6 +62,7 @@ var (
 	rssOnly    = flag.Bool("rss-only", false, "only store -subs subscriptions and report RSS")
 	keep       = flag.Bool("keep", false, "keep the broker's data directory and log")
 	seed       = flag.Int64("seed", 1, "workload seed")
+	profile    = flag.String("profile", "", "write a CPU profile of the broker's live phase here")
 )
 
 func main() {
@@ -117,7 +118,7 @@ func startBroker() (*brokerProc, error) {
 	cmd := exec.Command(bin, "--data", filepath.Join(dir, "data"), "--http", httpAddr, "--nats-listen", natsAddr,
 		"--storage", *storage, "--geo-depth", strconv.Itoa(*geoDepth),
 		"--max-subscriptions", strconv.Itoa(*nSubs+1000), "--rate", "1e9", "--burst", "1000000000",
-		"--send-queue", "65536", "--log-level", "warn")
+		"--log-level", "warn", "--pprof")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -479,6 +480,9 @@ func run() error {
 			}
 		}()
 	}
+	if *profile != "" {
+		go fetchProfile(b.addr, *duration)
+	}
 	moves := 0
 	if *move > 0 {
 		wg.Add(1)
@@ -519,6 +523,9 @@ func run() error {
 		time.Sleep(200 * time.Millisecond)
 	}
 	rssEnd, rssPeak := b.rss()
+	if *profile != "" {
+		fetch(b.addr, "heap", *profile+".heap")
+	}
 	for _, c := range append(subs, pubs...) {
 		c.ws.Close()
 		<-c.done
@@ -689,4 +696,26 @@ func rssRun(b *brokerProc, w *workload) error {
 		return fmt.Errorf("errors: %v", bk.errors)
 	}
 	return nil
+}
+
+// fetchProfile saves a CPU profile of the broker.
+func fetchProfile(addr string, d time.Duration) {
+	fetch(addr, fmt.Sprintf("profile?seconds=%d", int(d.Seconds())), *profile)
+}
+
+// fetch saves one of the broker's pprof profiles.
+func fetch(addr, what, path string) {
+	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/%s", addr, what))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "profile:", err)
+		return
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "profile:", err)
+		return
+	}
+	defer f.Close()
+	f.ReadFrom(resp.Body)
 }
