@@ -507,3 +507,26 @@ func writeFile(t *testing.T, name, body string) string {
 	}
 	return path
 }
+
+func TestEndedSubscriptionsFreeTheirSlot(t *testing.T) {
+	b := start(t, Config{Gateway: gateway.Limits{MaxSubscriptions: 1}})
+	c := dial(t, b, nil)
+	wantOp(t, c.do(msg{"op": "subscribe", "uid": "u", "cell": "1.2", "future": "1s"}), "subscribed")
+	if m := c.do(msg{"op": "subscribe", "uid": "u", "cell": "1.3", "future": "1s"}); m["code"] != gateway.CodeTooMany {
+		t.Fatalf("second subscription: %v", m)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		m := c.do(msg{"op": "subscribe", "uid": "u", "cell": "1.3", "future": "1m"})
+		if m["op"] == "subscribed" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ended subscription still holds the slot: %v", m)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if n := b.gw.Hub().Stats().Routes; n != 1 {
+		t.Fatalf("%d routes", n)
+	}
+}

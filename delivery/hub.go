@@ -8,6 +8,7 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/seed84792017/cellcast/subscriptions"
 )
@@ -53,13 +54,14 @@ type Config struct {
 }
 
 // route is where a subscription's notifications go: to sink, for
-// publications stamped after from.
+// publications stamped after from, until tmax.
 type route struct {
 	sink Sink
 	sid  string
 	uid  string
 	ts   int64
 	from int64
+	tmax int64
 }
 
 // Stats are the hub's counters.
@@ -79,13 +81,17 @@ type Hub struct {
 
 	mu     sync.RWMutex
 	routes map[int64]*route // by subscription stamp, unique per store
+	// ending lists the routes by the second their subscription ends, for
+	// Expire; swept is the last second Expire cleared.
+	ending map[int64][]int64
+	swept  int64
 
 	dispatched, unrouted, refused, published atomic.Uint64
 }
 
 // New returns a hub over cfg.Store.
 func New(cfg Config) *Hub {
-	h := &Hub{cfg: cfg, routes: map[int64]*route{}}
+	h := &Hub{cfg: cfg, routes: map[int64]*route{}, ending: map[int64][]int64{}}
 	h.seq.clock = cfg.Clock
 	h.seq.pending = map[int64]struct{}{}
 	h.seq.oldest = math.MaxInt64
@@ -116,7 +122,7 @@ func (h *Hub) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequest
 		return err
 	}
 	if res.Stored && sink != nil {
-		h.attach(&route{sink: sink, sid: res.Sub.Sid(), uid: res.Sub.Uid, ts: res.Sub.Ts, from: res.Sub.Ts})
+		h.attach(&route{sink: sink, sid: res.Sub.Sid(), uid: res.Sub.Uid, ts: res.Sub.Ts, from: res.Sub.Ts, tmax: res.Sub.Tmax})
 	}
 	answer(res)
 	return nil
@@ -187,7 +193,7 @@ func (h *Hub) Resume(ctx context.Context, sid string, after int64, owner string,
 	if err := owned(res.Sub, owner); err != nil {
 		return err
 	}
-	h.attach(&route{sink: sink, sid: sid, uid: res.Sub.Uid, ts: ts, from: res.Now})
+	h.attach(&route{sink: sink, sid: sid, uid: res.Sub.Uid, ts: ts, from: res.Now, tmax: res.Sub.Tmax})
 	answer(res)
 	return nil
 }
@@ -197,9 +203,47 @@ func (h *Hub) attach(r *route) {
 	h.mu.Lock()
 	old := h.routes[r.ts]
 	h.routes[r.ts] = r
+	if old == nil {
+		sec := max(r.tmax/int64(time.Second), h.swept+1)
+		h.ending[sec] = append(h.ending[sec], r.ts)
+	}
 	h.mu.Unlock()
 	if old != nil && old.sink != r.sink {
 		old.sink.Lost(r.sid)
+	}
+}
+
+// Expire drops the routes of subscriptions that ended before now, telling
+// their sinks. Call it every second or so: a route costs memory and counts
+// against its connection's limit until then.
+func (h *Hub) Expire(now int64) {
+	type lost struct {
+		sink Sink
+		sid  string
+	}
+	var gone []lost
+	h.mu.Lock()
+	// Subscriptions ending in second s are over once now passes s+1.
+	last := now/int64(time.Second) - 1
+	if h.swept == 0 {
+		h.swept = last
+		for sec := range h.ending {
+			h.swept = min(h.swept, sec-1)
+		}
+	}
+	for ; h.swept < last; h.swept++ {
+		sec := h.swept + 1
+		for _, ts := range h.ending[sec] {
+			if r := h.routes[ts]; r != nil && r.tmax < now {
+				delete(h.routes, ts)
+				gone = append(gone, lost{r.sink, r.sid})
+			}
+		}
+		delete(h.ending, sec)
+	}
+	h.mu.Unlock()
+	for _, l := range gone {
+		l.sink.Lost(l.sid)
 	}
 }
 

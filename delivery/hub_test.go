@@ -276,3 +276,31 @@ func TestUnsubscribeChecksTheOwnerAndDropsTheRoute(t *testing.T) {
 		t.Fatal("resumed a cancelled subscription")
 	}
 }
+
+func TestExpireDropsEndedRoutes(t *testing.T) {
+	clock := subscriptions.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	hub, _ := openHub(t, clock)
+	ctx := context.Background()
+	k := newSink()
+	c := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.MustParse("1.2")}
+	sids := map[time.Duration]string{}
+	for _, f := range []time.Duration{time.Second, 5 * time.Second, time.Hour} {
+		if err := hub.Subscribe(ctx, &subscriptions.SubscribeRequest{Uid: "u", Cell: c, Future: f}, k, func(r *subscriptions.SubscribeResult) { sids[f] = r.Sub.Sid() }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hub.Expire(clock.Now())
+	if n := hub.Stats().Routes; n != 3 {
+		t.Fatalf("%d routes before any ended", n)
+	}
+	clock.Advance(3 * time.Second)
+	hub.Expire(clock.Now())
+	if n := hub.Stats().Routes; n != 2 || !k.lost[sids[time.Second]] || k.lost[sids[5*time.Second]] {
+		t.Fatalf("after 3 s: %d routes, lost %v", n, k.lost)
+	}
+	clock.Advance(10 * time.Second)
+	hub.Expire(clock.Now())
+	if n := hub.Stats().Routes; n != 1 || !k.lost[sids[5*time.Second]] || k.lost[sids[time.Hour]] {
+		t.Fatalf("after 13 s: %d routes, lost %v", n, k.lost)
+	}
+}

@@ -20,6 +20,7 @@ type Limits struct {
 	Rate             float64       // requests per second per connection; default 2,000
 	Burst            int           // default 4,000
 	SendQueue        int           // notifications and replies queued per connection; default 16,384
+	SendQueueBytes   int           // and their bytes; default 8 MiB
 	WriteTimeout     time.Duration // default 10 s
 }
 
@@ -38,6 +39,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.SendQueue == 0 {
 		l.SendQueue = 16 << 10
+	}
+	if l.SendQueueBytes == 0 {
+		l.SendQueueBytes = 8 << 20
 	}
 	if l.WriteTimeout == 0 {
 		l.WriteTimeout = 10 * time.Second
@@ -72,17 +76,33 @@ type Gateway struct {
 	conns   map[*wsConn]struct{}
 	ops     sync.WaitGroup // requests being served
 	writers sync.WaitGroup // WebSocket writers still draining
+	stop    chan struct{}  // ends the route janitor
 }
 
 // New returns a gateway over cfg.Store.
 func New(cfg Config) *Gateway {
 	g := &Gateway{cfg: cfg, limits: cfg.Limits.withDefaults(), log: cfg.Log, metrics: cfg.Metrics,
-		loc: locator{tree: cfg.Tree, topics: cfg.Topics}, conns: map[*wsConn]struct{}{}}
+		loc: locator{tree: cfg.Tree, topics: cfg.Topics}, conns: map[*wsConn]struct{}{}, stop: make(chan struct{})}
 	if g.log == nil {
 		g.log = slog.Default()
 	}
 	g.hub = delivery.New(delivery.Config{Store: cfg.Store, Clock: cfg.Clock, Encode: g.loc.encodePublication})
+	go g.expireRoutes()
 	return g
+}
+
+// expireRoutes drops the routes of ended subscriptions every second.
+func (g *Gateway) expireRoutes() {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			g.hub.Expire(g.cfg.Clock.Now())
+		case <-g.stop:
+			return
+		}
+	}
 }
 
 // Hub is the gateway's delivery hub, for its statistics.
@@ -281,6 +301,9 @@ func (g *Gateway) resume(ctx context.Context, s session, req *Request) error {
 // every WebSocket connection drain its queue and close with "going away".
 func (g *Gateway) Close(ctx context.Context) error {
 	g.mu.Lock()
+	if !g.closing {
+		close(g.stop)
+	}
 	g.closing = true
 	conns := make([]*wsConn, 0, len(g.conns))
 	for c := range g.conns {

@@ -51,7 +51,7 @@ type wsConn struct {
 	ws   *websocket.Conn
 	bw   *bufio.Writer
 	user string
-	out  chan frame
+	q    *sendQueue
 	lim  *rate.Limiter
 
 	mu   sync.Mutex
@@ -96,7 +96,7 @@ func (g *Gateway) ServeWS(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the upgrader has answered
 	}
-	c := &wsConn{g: g, ws: ws, bw: bufio.NewWriterSize(ws.NetConn(), 64<<10), user: uid, out: make(chan frame, g.limits.SendQueue),
+	c := &wsConn{g: g, ws: ws, bw: bufio.NewWriterSize(ws.NetConn(), 64<<10), user: uid, q: newSendQueue(g.limits.SendQueue, g.limits.SendQueueBytes),
 		lim: rate.NewLimiter(rate.Limit(g.limits.Rate), g.limits.Burst), sids: map[string]struct{}{},
 		closed: make(chan struct{}), readDone: make(chan struct{})}
 	g.mu.Lock()
@@ -112,7 +112,7 @@ func (g *Gateway) ServeWS(w http.ResponseWriter, r *http.Request) {
 	if g.metrics != nil {
 		g.metrics.Connections.WithLabelValues("ws").Inc()
 	}
-	go c.write()
+	go c.writer()
 	c.read()
 }
 
@@ -139,16 +139,14 @@ func (c *wsConn) enqueue(f frame) bool {
 		return false
 	default:
 	}
-	select {
-	case c.out <- f:
+	if c.q.push(f, false) {
 		return true
-	default:
-		if c.g.metrics != nil {
-			c.g.metrics.QueueDrops.Inc()
-		}
-		c.close(closeSlow, "slow consumer: send queue full; reconnect and resume", false)
-		return false
 	}
+	if c.g.metrics != nil {
+		c.g.metrics.QueueDrops.Inc()
+	}
+	c.close(closeSlow, "slow consumer: send queue full; reconnect and resume", false)
+	return false
 }
 
 // close ends the connection once. It never blocks: the writer does the
@@ -240,7 +238,8 @@ func readAtMost(r io.Reader, buf []byte, max int) ([]byte, error) {
 	}
 }
 
-func (c *wsConn) write() {
+// writer drains the queue until the connection ends, then cleans up.
+func (c *wsConn) writer() {
 	g := c.g
 	defer func() {
 		c.ws.Close()
@@ -262,72 +261,64 @@ func (c *wsConn) write() {
 	}()
 	ping := time.NewTicker(pingEvery)
 	defer ping.Stop()
+	var spare []frame
 	for {
 		select {
-		case f := <-c.out:
-			if !c.burst(f) {
+		case <-c.q.ready:
+			fs := c.q.take(spare)
+			if !c.write(fs) {
 				return
 			}
+			clear(fs) // let the written frames go
+			// Keep the storage for the next burst unless one outsized
+			// burst grew it.
+			if spare = fs[:0]; cap(spare) > 4096 {
+				spare = nil
+			}
 		case <-ping.C:
-			if !c.burst(frame{op: websocket.PingMessage}) {
+			if !c.write([]frame{{op: websocket.PingMessage}}) {
 				return
 			}
 		case <-c.closed:
-			if c.drain {
-				for len(c.out) > 0 {
-					if !c.burst(<-c.out) {
-						return
-					}
-				}
+			if c.drain && !c.write(c.q.take(nil)) {
+				return
 			}
 			if c.code != 0 {
-				c.burst(frame{op: websocket.CloseMessage, data: websocket.FormatCloseMessage(c.code, c.reason)})
+				c.write([]frame{{op: websocket.CloseMessage, data: websocket.FormatCloseMessage(c.code, c.reason)}})
 			}
 			return
 		}
 	}
 }
 
-// control queues a control frame; when the queue is full it waits aside
-// rather than be lost or cut the connection.
-func (c *wsConn) control(op byte, data []byte) {
-	select {
-	case c.out <- frame{op: op, data: data}:
-	default:
-		go func() {
-			select {
-			case c.out <- frame{op: op, data: data}:
-			case <-c.closed:
-			}
-		}()
-	}
-}
+// control queues a control frame.
+func (c *wsConn) control(op byte, data []byte) { c.q.push(frame{op: op, data: data}, true) }
 
-// burst writes f and whatever else is queued already, then flushes.
-func (c *wsConn) burst(f frame) bool {
+// write writes frames and flushes: one write(2) for a burst, unless it
+// outgrows the buffer.
+func (c *wsConn) write(fs []frame) bool {
+	if len(fs) == 0 {
+		return true
+	}
 	c.ws.NetConn().SetWriteDeadline(time.Now().Add(c.g.limits.WriteTimeout))
-	var tps []int64
-	for {
-		if err := writeFrame(c.bw, f); err != nil {
+	for _, f := range fs {
+		if writeFrame(c.bw, f) != nil {
 			return false
 		}
-		if f.tp != 0 {
-			tps = append(tps, f.tp)
-		}
-		if len(c.out) == 0 || c.bw.Buffered() >= c.bw.Size() {
-			break
-		}
-		f = <-c.out
 	}
 	if c.bw.Flush() != nil {
 		return false
 	}
-	if m := c.g.metrics; m != nil && len(tps) > 0 {
-		m.Notifications.WithLabelValues("ws").Add(float64(len(tps)))
+	if m := c.g.metrics; m != nil {
 		now := time.Now()
-		for _, tp := range tps {
-			m.PushLatency.Observe(now.Sub(time.Unix(0, tp)).Seconds())
+		n := 0
+		for _, f := range fs {
+			if f.tp != 0 {
+				m.PushLatency.Observe(now.Sub(time.Unix(0, f.tp)).Seconds())
+				n++
+			}
 		}
+		m.Notifications.WithLabelValues("ws").Add(float64(n))
 	}
 	return true
 }

@@ -21,6 +21,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"io"
 	"fmt"
 	"math"
 	"math/rand"
@@ -54,11 +55,11 @@ var (
 	past       = flag.Duration("past", 30*time.Second, "past window of every subscription")
 	expires    = flag.Duration("expires", time.Minute, "lifetime of every publication")
 	warm       = flag.Int("warm", 2000, "publications before the subscriptions, for the past results")
-	depthRatio = flag.Float64("depth-ratio", 1.45, "publication depth d in 1…12 has weight ratio^d")
+	depthRatio = flag.Float64("depth-ratio", 1.5, "publication depth d in 1…12 has weight ratio^d")
 	geoDepth   = flag.Int("geo-depth", 12, "quad tree depth of the subscriptions")
 	storage    = flag.String("storage", "dualdb", "dualdb or twodb")
 	brokerBin  = flag.String("broker", "", "broker binary (default: build ./cmd/broker)")
-	window     = flag.Int("window", 256, "requests in flight per connection")
+	window     = flag.Int("window", 32, "requests in flight per connection")
 	rssOnly    = flag.Bool("rss-only", false, "only store -subs subscriptions and report RSS")
 	keep       = flag.Bool("keep", false, "keep the broker's data directory and log")
 	seed       = flag.Int64("seed", 1, "workload seed")
@@ -523,6 +524,7 @@ func run() error {
 		time.Sleep(200 * time.Millisecond)
 	}
 	rssEnd, rssPeak := b.rss()
+	sp50, sp99 := serverLatency(b.addr)
 	if *profile != "" {
 		fetch(b.addr, "heap", *profile+".heap")
 	}
@@ -553,11 +555,11 @@ func run() error {
 		return float64(lat[min(len(lat)-1, int(q*float64(len(lat))))]) / 1000
 	}
 	livePubs := len(bk.pubTimes)
-	fmt.Printf("| subs | conns | pubs/s offered | pubs/s | fan-out | notifications/s | p50 ms | p99 ms | max ms | live complete | past complete | subs/s | moves | RSS MiB (subs, end, peak) |\n")
-	fmt.Printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	fmt.Printf("| %d | %d | %.0f | %.0f | %.0f | %.0f | %.1f | %.1f | %.1f | %s | %s | %.0f | %d | %.0f, %.0f, %.0f |\n",
+	fmt.Printf("| subs | conns | pubs/s offered | pubs/s | fan-out | notifications/s | p50 ms | p99 ms | max ms | server p50, p99 ms | live complete | past complete | subs/s | moves | RSS MiB (subs, end, peak) |\n")
+	fmt.Printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Printf("| %d | %d | %.0f | %.0f | %.0f | %.0f | %.1f | %.1f | %.1f | ≤%g, ≤%g | %s | %s | %.0f | %d | %.0f, %.0f, %.0f |\n",
 		*nSubs, *subConns, *rate, float64(livePubs)/duration.Seconds(), float64(len(wantLive))/float64(max(1, len(bk.pubs)-*warm)),
-		float64(len(got))/secs, pct(0.5), pct(0.99), pct(1), live, pastCmp, subRate, moves, rssSubs, rssEnd, rssPeak)
+		float64(len(got))/secs, pct(0.5), pct(0.99), pct(1), sp50*1000, sp99*1000, live, pastCmp, subRate, moves, rssSubs, rssEnd, rssPeak)
 	if len(bk.errors) > 0 {
 		fmt.Println("errors:", bk.errors)
 	}
@@ -718,4 +720,43 @@ func fetch(addr, what, path string) {
 	}
 	defer f.Close()
 	f.ReadFrom(resp.Body)
+}
+
+// serverLatency reads the broker's publish→push histogram (stamp to the
+// flush of the notification) and returns the bucket bounds holding its
+// median and 99th percentile.
+func serverLatency(addr string) (p50, p99 float64) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return -1, -1
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	type bucket struct{ le, n float64 }
+	var bs []bucket
+	for _, line := range strings.Split(string(body), "\n") {
+		rest, ok := strings.CutPrefix(line, `cellcast_publish_to_push_seconds_bucket{le="`)
+		if !ok {
+			continue
+		}
+		le, n, _ := strings.Cut(rest, `"} `)
+		l, err1 := strconv.ParseFloat(le, 64)
+		c, err2 := strconv.ParseFloat(n, 64)
+		if err1 == nil && err2 == nil {
+			bs = append(bs, bucket{l, c})
+		}
+	}
+	if len(bs) == 0 {
+		return -1, -1
+	}
+	total := bs[len(bs)-1].n
+	q := func(f float64) float64 {
+		for _, b := range bs {
+			if b.n >= f*total {
+				return b.le
+			}
+		}
+		return math.Inf(1)
+	}
+	return q(0.5), q(0.99)
 }
