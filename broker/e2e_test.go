@@ -426,6 +426,7 @@ func TestSlowConsumerIsCutAndResumes(t *testing.T) {
 		}
 		r := pub.do(msg{"op": "publish", "uid": "p", "cell": "1.1", "expires": "5m", "desc": big})
 		pids = append(pids, r["pid"].(string))
+		b.gw.Hub().Drain()
 	}
 	// The publisher was never blocked. The slow client reads what reached
 	// it, then learns why it was cut.
@@ -490,6 +491,32 @@ func TestShutdownAndRestartKeepPublications(t *testing.T) {
 	p2 := c2.do(msg{"op": "publish", "uid": "p", "cell": "1.2.2", "expires": "10m"})
 	if n := c2.wait(1); pidsOf(n)[0] != p2["pid"] {
 		t.Fatalf("after restart got %v", n)
+	}
+}
+
+// TestFrameSizes sends replies in each of the WebSocket length encodings
+// (7-bit, 16-bit, 64-bit) through the broker's own frame writer.
+func TestFrameSizes(t *testing.T) {
+	b := start(t, Config{})
+	c := dial(t, b, nil)
+	sub := c.do(msg{"op": "subscribe", "uid": "s", "cell": "1.2", "future": "1m"})
+	var pids []string
+	for _, n := range []int{1, 120, 200, 4000, 4000, 4000, 4000, 4000, 4000, 4000, 4000, 4000, 4000, 4000, 4000, 4000, 4000, 4000, 4000, 4000} {
+		p := c.do(msg{"op": "publish", "uid": "p", "cell": "1.2", "expires": "1m", "desc": strings.Repeat("d", n)})
+		pids = append(pids, p["pid"].(string))
+	}
+	notes := c.wait(len(pids))
+	if got := pidsOf(notes); fmt.Sprint(got) != fmt.Sprint(pids) {
+		t.Fatalf("notifications %v", got)
+	}
+	for i, n := range notes {
+		if n["sid"] != sub["sid"] || len(n["publication"].(msg)["desc"].(string)) == 0 {
+			t.Fatalf("notification %d: %v", i, n)
+		}
+	}
+	past := c.do(msg{"op": "subscribe", "uid": "s", "cell": "1.2", "past": "1m"}) // a reply over 64 KiB
+	if got := len(results(past)); got != len(pids) {
+		t.Fatalf("past results: %d, want %d", got, len(pids))
 	}
 }
 

@@ -20,7 +20,9 @@
 // Ordering comes from a sequencer. Each operation takes a lower bound from
 // the store's clock before it reaches the store, so its stamp is above the
 // bound; a finished publication is dispatched only when no operation with
-// a lower bound below its stamp is still running. A SUBSCRIBE or RESUME
+// a lower bound below its stamp is still running; a dispatcher goroutine
+// then fans it out, so a large fan-out delays later notifications but
+// never the operations themselves. A SUBSCRIBE or RESUME
 // attaches its route and answers its client before it finishes, so every
 // later publication finds the route, and finds it after the answer.
 //

@@ -23,7 +23,7 @@ var ErrBadSeq = fmt.Errorf("%w: resume point must be zero or more", subscription
 type Sink interface {
 	// Notify queues n without blocking. It returns false when the sink
 	// cannot take it (gone, or its queue is full and it is being cut).
-	// It runs under the hub's locks, so it must not call the hub.
+	// It runs under the hub's route lock, so it must not call the hub.
 	Notify(n *Notification) bool
 	// Lost tells the sink that sid no longer routes to it: another sink
 	// resumed it, or it was cancelled. Called without hub locks held.
@@ -70,7 +70,7 @@ type Stats struct {
 	Dispatched  uint64 // notifications handed to sinks
 	Unrouted    uint64 // matches whose subscription had no sink (resume replays them)
 	Refused     uint64 // notifications a sink could not take
-	Waiting     int    // finished publications waiting for older operations
+	Waiting     int    // finished publications not yet dispatched
 	Publishings uint64 // publications dispatched
 }
 
@@ -87,6 +87,15 @@ type Hub struct {
 	swept  int64
 
 	dispatched, unrouted, refused, published atomic.Uint64
+
+	// The dispatcher fans released publications out, in order, on its own
+	// goroutine, so a large fan-out never holds up operations starting.
+	dmu      sync.Mutex
+	dcond    *sync.Cond
+	released []*subscriptions.PublishResult
+	busy     bool
+	closed   bool
+	stopped  chan struct{}
 }
 
 // New returns a hub over cfg.Store.
@@ -95,8 +104,62 @@ func New(cfg Config) *Hub {
 	h.seq.clock = cfg.Clock
 	h.seq.pending = map[int64]struct{}{}
 	h.seq.oldest = math.MaxInt64
-	h.seq.dispatch = h.dispatch
+	h.seq.release = h.release
+	h.dcond = sync.NewCond(&h.dmu)
+	h.stopped = make(chan struct{})
+	go h.dispatcher()
 	return h
+}
+
+// release queues publications for the dispatcher, in stamp order.
+func (h *Hub) release(rs []*subscriptions.PublishResult) {
+	h.dmu.Lock()
+	h.released = append(h.released, rs...)
+	h.dmu.Unlock()
+	h.dcond.Broadcast()
+}
+
+func (h *Hub) dispatcher() {
+	defer close(h.stopped)
+	var batch []*subscriptions.PublishResult
+	for {
+		h.dmu.Lock()
+		h.busy = false
+		h.dcond.Broadcast() // for Drain
+		for len(h.released) == 0 && !h.closed {
+			h.dcond.Wait()
+		}
+		if len(h.released) == 0 {
+			h.dmu.Unlock()
+			return
+		}
+		batch, h.released = h.released, batch[:0]
+		h.busy = true
+		h.dmu.Unlock()
+		for i, res := range batch {
+			h.dispatch(res)
+			batch[i] = nil
+		}
+	}
+}
+
+// Drain waits until every released publication has been dispatched.
+func (h *Hub) Drain() {
+	h.dmu.Lock()
+	for len(h.released) > 0 || h.busy {
+		h.dcond.Wait()
+	}
+	h.dmu.Unlock()
+}
+
+// Close dispatches what was released and stops the dispatcher. Call it
+// once no operation runs any more.
+func (h *Hub) Close() {
+	h.dmu.Lock()
+	h.closed = true
+	h.dmu.Unlock()
+	h.dcond.Broadcast()
+	<-h.stopped
 }
 
 // Stats returns the counters.
@@ -107,24 +170,28 @@ func (h *Hub) Stats() Stats {
 	h.seq.mu.Lock()
 	w := h.seq.ready.Len()
 	h.seq.mu.Unlock()
+	h.dmu.Lock()
+	w += len(h.released)
+	h.dmu.Unlock()
 	return Stats{Routes: n, Dispatched: h.dispatched.Load(), Unrouted: h.unrouted.Load(),
 		Refused: h.refused.Load(), Waiting: w, Publishings: h.published.Load()}
 }
 
 // Subscribe stores the subscription and, if it has a future, routes it to
-// sink (when not nil). answer runs with the result before any notification
-// of the subscription reaches sink.
-func (h *Hub) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequest, sink Sink, answer func(*subscriptions.SubscribeResult)) error {
+// sink (when not nil). answer runs with the result and the subscription's
+// id before any notification of the subscription reaches sink.
+func (h *Hub) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequest, sink Sink, answer func(res *subscriptions.SubscribeResult, sid string)) error {
 	l := h.seq.begin()
 	defer h.seq.finish(l, nil)
 	res, err := h.cfg.Store.Subscribe(ctx, req)
 	if err != nil {
 		return err
 	}
+	sid := res.Sub.Sid() // one copy, shared by the route and the sink
 	if res.Stored && sink != nil {
-		h.attach(&route{sink: sink, sid: res.Sub.Sid(), uid: res.Sub.Uid, ts: res.Sub.Ts, from: res.Sub.Ts, tmax: res.Sub.Tmax})
+		h.attach(&route{sink: sink, sid: sid, uid: res.Sub.Uid, ts: res.Sub.Ts, from: res.Sub.Ts, tmax: res.Sub.Tmax})
 	}
-	answer(res)
+	answer(res, sid)
 	return nil
 }
 
@@ -261,8 +328,8 @@ func (h *Hub) Detach(sid string, sink Sink) {
 	h.mu.Unlock()
 }
 
-// dispatch hands res's notifications to the sinks. The sequencer calls it
-// in stamp order, holding its lock.
+// dispatch hands res's notifications to the sinks. The dispatcher calls
+// it in stamp order.
 func (h *Hub) dispatch(res *subscriptions.PublishResult) {
 	h.published.Add(1)
 	if len(res.Matches) == 0 {
@@ -301,7 +368,7 @@ type sequencer struct {
 	pending  map[int64]struct{} // lower bounds of running operations
 	oldest   int64              // least of pending, MaxInt64 when none
 	ready    resultHeap
-	dispatch func(*subscriptions.PublishResult)
+	release  func([]*subscriptions.PublishResult)
 }
 
 // begin registers an operation about to reach the store and returns its
@@ -318,8 +385,8 @@ func (q *sequencer) begin() int64 {
 }
 
 // finish ends the operation begun at l, queues its publication result (if
-// any), and dispatches every queued result that no running operation can
-// precede any more.
+// any), and releases, in order, every queued result that no running
+// operation can precede any more.
 func (q *sequencer) finish(l int64, res *subscriptions.PublishResult) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -333,8 +400,13 @@ func (q *sequencer) finish(l int64, res *subscriptions.PublishResult) {
 	if res != nil {
 		heap.Push(&q.ready, res)
 	}
+	var out []*subscriptions.PublishResult
 	for q.ready.Len() > 0 && q.ready[0].Pub.Tp < q.oldest {
-		q.dispatch(heap.Pop(&q.ready).(*subscriptions.PublishResult))
+		out = append(out, heap.Pop(&q.ready).(*subscriptions.PublishResult))
+	}
+	if len(out) > 0 {
+		// Under q.mu, so releases keep their order.
+		q.release(out)
 	}
 }
 

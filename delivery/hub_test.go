@@ -51,8 +51,12 @@ func openHub(t *testing.T, clock *subscriptions.FakeClock) (*Hub, *listdb.Store)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
-	return New(Config{Store: st, Clock: st.Clock(), Encode: func(p *subscriptions.Publication) []byte { return []byte(p.Pid()) }}), st
+	h := New(Config{Store: st, Clock: st.Clock(), Encode: func(p *subscriptions.Publication) []byte { return []byte(p.Pid()) }})
+	t.Cleanup(func() {
+		h.Close()
+		st.Close()
+	})
+	return h, st
 }
 
 var cells = []string{"1", "1.2", "1.2.3", "1.2.3.4", "1.2.4", "1.3", "1.3.1", "1.3.1.1"}
@@ -93,7 +97,7 @@ func TestConcurrentDeliveryIsExactlyOnce(t *testing.T) {
 				case 1, 2, 3:
 					req := &subscriptions.SubscribeRequest{Uid: "u" + strconv.Itoa(g), Cell: c,
 						Past: time.Duration(rng.Intn(5)) * time.Second, Future: time.Duration(1+rng.Intn(5)) * time.Second}
-					err := hub.Subscribe(ctx, req, k, func(res *subscriptions.SubscribeResult) {
+					err := hub.Subscribe(ctx, req, k, func(res *subscriptions.SubscribeResult, _ string) {
 						m.mu.Lock()
 						m.subs = append(m.subs, *res)
 						m.mu.Unlock()
@@ -120,6 +124,7 @@ func TestConcurrentDeliveryIsExactlyOnce(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	hub.Drain()
 	if st := hub.Stats(); st.Waiting != 0 || st.Refused != 0 {
 		t.Fatalf("stats after the run: %+v", st)
 	}
@@ -178,7 +183,7 @@ func TestResumeReplaysWhatWasMissed(t *testing.T) {
 		switch {
 		case i < 100:
 			req := &subscriptions.SubscribeRequest{Uid: fmt.Sprint("u", i%5), Cell: c, Future: time.Hour}
-			if err := hub.Subscribe(ctx, req, first, func(res *subscriptions.SubscribeResult) { subs = append(subs, res.Sub) }); err != nil {
+			if err := hub.Subscribe(ctx, req, first, func(res *subscriptions.SubscribeResult, _ string) { subs = append(subs, res.Sub) }); err != nil {
 				t.Fatal(err)
 			}
 		default:
@@ -187,12 +192,14 @@ func TestResumeReplaysWhatWasMissed(t *testing.T) {
 				t.Fatal(err)
 			}
 			if i == 1000 {
+				hub.Drain()
 				for _, s := range subs[:50] {
 					hub.Detach(s.Sid(), first)
 				}
 			}
 		}
 	}
+	hub.Drain()
 	second := newSink()
 	for _, s := range subs {
 		var after int64
@@ -219,6 +226,7 @@ func TestResumeReplaysWhatWasMissed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	hub.Drain()
 	for _, s := range subs {
 		got := map[int64]bool{}
 		for _, k := range []*sink{first, second} {
@@ -242,6 +250,7 @@ func TestResumeReplaysWhatWasMissed(t *testing.T) {
 			}
 		}
 	}
+	hub.Drain()
 	if st := hub.Stats(); st.Refused == 0 || st.Unrouted == 0 {
 		t.Fatalf("the test cut nothing: %+v", st)
 	}
@@ -254,7 +263,7 @@ func TestUnsubscribeChecksTheOwnerAndDropsTheRoute(t *testing.T) {
 	k := newSink()
 	c := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.MustParse("1.2")}
 	var sid string
-	if err := hub.Subscribe(ctx, &subscriptions.SubscribeRequest{Uid: "alice", Cell: c, Future: time.Minute}, k, func(r *subscriptions.SubscribeResult) { sid = r.Sub.Sid() }); err != nil {
+	if err := hub.Subscribe(ctx, &subscriptions.SubscribeRequest{Uid: "alice", Cell: c, Future: time.Minute}, k, func(_ *subscriptions.SubscribeResult, s string) { sid = s }); err != nil {
 		t.Fatal(err)
 	}
 	if err := hub.Unsubscribe(ctx, sid, "bob"); err == nil {
@@ -269,6 +278,7 @@ func TestUnsubscribeChecksTheOwnerAndDropsTheRoute(t *testing.T) {
 	if err := hub.Publish(ctx, &subscriptions.PublishRequest{Uid: "p", Cell: c, Expires: time.Minute}, func(*subscriptions.PublishResult) {}); err != nil {
 		t.Fatal(err)
 	}
+	hub.Drain()
 	if len(k.got[sid]) != 0 {
 		t.Fatal("notified after unsubscribe")
 	}
@@ -285,7 +295,7 @@ func TestExpireDropsEndedRoutes(t *testing.T) {
 	c := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.MustParse("1.2")}
 	sids := map[time.Duration]string{}
 	for _, f := range []time.Duration{time.Second, 5 * time.Second, time.Hour} {
-		if err := hub.Subscribe(ctx, &subscriptions.SubscribeRequest{Uid: "u", Cell: c, Future: f}, k, func(r *subscriptions.SubscribeResult) { sids[f] = r.Sub.Sid() }); err != nil {
+		if err := hub.Subscribe(ctx, &subscriptions.SubscribeRequest{Uid: "u", Cell: c, Future: f}, k, func(_ *subscriptions.SubscribeResult, s string) { sids[f] = s }); err != nil {
 			t.Fatal(err)
 		}
 	}

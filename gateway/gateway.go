@@ -230,8 +230,7 @@ func (g *Gateway) subscribe(ctx context.Context, s session, req *Request) error 
 	if req.Filter != nil {
 		sr.Filter = subscriptions.Filter{Keyword: req.Filter.Keyword, Attrs: req.Filter.Attrs}
 	}
-	return g.hub.Subscribe(ctx, sr, s.sink(), func(res *subscriptions.SubscribeResult) {
-		sid := res.Sub.Sid()
+	return g.hub.Subscribe(ctx, sr, s.sink(), func(res *subscriptions.SubscribeResult, sid string) {
 		if res.Stored {
 			s.holds(sid)
 		}
@@ -313,6 +312,7 @@ func (g *Gateway) Close(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		g.ops.Wait()
+		g.hub.Close() // dispatch what the last operations released
 		for _, c := range conns {
 			c.close(closeGoingAway, "broker shutting down; reconnect and resume", true)
 		}

@@ -270,17 +270,29 @@ func (l *locator) pubsJSON(ps []subscriptions.Publication) []pubJSON {
 	return out
 }
 
-// notificationFrame renders a notification around the publication's
-// shared body. Sids hold only [0-9a-z.t-], so they need no escaping.
+// Notification frames are rendered around the publication's shared body:
+// prefix, sid, middle, seq, publicationKey, body, suffix. Sids hold only
+// [0-9a-z.t-], so they need no escaping.
+const (
+	notePrefix = `{"op":"notification","sid":"`
+	noteMiddle = `","seq":`
+	noteKey    = `,"publication":`
+	noteSuffix = `}`
+)
+
+// appendNotification renders a notification onto b.
+func appendNotification(b []byte, sid string, seq int64, body []byte) []byte {
+	b = append(b, notePrefix...)
+	b = append(b, sid...)
+	b = append(b, noteMiddle...)
+	b = strconv.AppendInt(b, seq, 10)
+	b = append(b, noteKey...)
+	b = append(b, body...)
+	return append(b, noteSuffix...)
+}
+
 func notificationFrame(n *delivery.Notification) []byte {
-	b := make([]byte, 0, len(n.Body)+len(n.Sid)+64)
-	b = append(b, `{"op":"notification","sid":"`...)
-	b = append(b, n.Sid...)
-	b = append(b, `","seq":`...)
-	b = strconv.AppendInt(b, n.Seq, 10)
-	b = append(b, `,"publication":`...)
-	b = append(b, n.Body...)
-	return append(b, '}')
+	return appendNotification(make([]byte, 0, len(n.Body)+len(n.Sid)+64), n.Sid, n.Seq, n.Body)
 }
 
 type subscribedReply struct {

@@ -17,11 +17,21 @@ func newSendQueue(maxN, maxBytes int) *sendQueue {
 	return &sendQueue{maxN: maxN, maxBytes: maxBytes, ready: make(chan struct{}, 1)}
 }
 
-// push queues f. It fails when the queue is full, unless force is set
-// (control frames, which are few and must not be lost).
-func (q *sendQueue) push(f frame, force bool) bool {
+// Room, in multiples of the bounds, for each kind of frame. Notifications
+// are cut at the bound. Replies answer the client's own requests, which
+// it sends at a bounded rate, so they get headroom: a resume that replays
+// a backlog must not trip the limit that made it necessary. Control
+// frames are few and never refused.
+const (
+	roomNotification = 1
+	roomReply        = 4
+	roomControl      = 1 << 20
+)
+
+// push queues f, unless the queue already holds room times its bounds.
+func (q *sendQueue) push(f frame, room int) bool {
 	q.mu.Lock()
-	if !force && (len(q.frames) >= q.maxN || q.bytes+len(f.data) > q.maxBytes) {
+	if len(q.frames) >= q.maxN*room || q.bytes+len(f.data) > q.maxBytes*room {
 		q.mu.Unlock()
 		return false
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -28,13 +29,25 @@ const (
 	pongWait  = 75 * time.Second
 )
 
-// frame is one queued message: a reply, or a notification with its
-// publication stamp for the latency histogram, or (op not zero) a control
-// frame.
+// frame is one queued message: a reply or (op not zero) a control frame
+// in data, or a notification — sid, seq and the publication's shared body,
+// rendered only as it is written, and its stamp for the latency histogram.
 type frame struct {
 	data []byte
-	tp   int64
 	op   byte
+	sid  string
+	seq  int64
+	tp   int64
+}
+
+// size is the frame's payload length.
+func (f *frame) size() int {
+	if f.tp == 0 {
+		return len(f.data)
+	}
+	var digits [20]byte
+	return len(notePrefix) + len(f.sid) + len(noteMiddle) + len(strconv.AppendInt(digits[:0], f.seq, 10)) +
+		len(noteKey) + len(f.data) + len(noteSuffix)
 }
 
 // wsConn is one WebSocket client. Its reader serves requests one at a
@@ -119,7 +132,7 @@ func (g *Gateway) ServeWS(w http.ResponseWriter, r *http.Request) {
 func (c *wsConn) transport() string   { return "ws" }
 func (c *wsConn) uid() string         { return c.user }
 func (c *wsConn) sink() delivery.Sink { return c }
-func (c *wsConn) reply(b []byte)      { c.enqueue(frame{data: b}) }
+func (c *wsConn) reply(b []byte)      { c.enqueue(frame{data: b}, roomReply) }
 func (c *wsConn) Lost(sid string)     { c.mu.Lock(); delete(c.sids, sid); c.mu.Unlock() }
 func (c *wsConn) holds(sid string)    { c.mu.Lock(); c.sids[sid] = struct{}{}; c.mu.Unlock() }
 func (c *wsConn) admit() bool {
@@ -130,16 +143,16 @@ func (c *wsConn) admit() bool {
 
 // Notify implements delivery.Sink.
 func (c *wsConn) Notify(n *delivery.Notification) bool {
-	return c.enqueue(frame{data: notificationFrame(n), tp: n.Pub.Tp})
+	return c.enqueue(frame{data: n.Body, sid: n.Sid, seq: n.Seq, tp: n.Pub.Tp}, roomNotification)
 }
 
-func (c *wsConn) enqueue(f frame) bool {
+func (c *wsConn) enqueue(f frame, room int) bool {
 	select {
 	case <-c.closed:
 		return false
 	default:
 	}
-	if c.q.push(f, false) {
+	if c.q.push(f, room) {
 		return true
 	}
 	if c.g.metrics != nil {
@@ -292,7 +305,7 @@ func (c *wsConn) writer() {
 }
 
 // control queues a control frame.
-func (c *wsConn) control(op byte, data []byte) { c.q.push(frame{op: op, data: data}, true) }
+func (c *wsConn) control(op byte, data []byte) { c.q.push(frame{op: op, data: data}, roomControl) }
 
 // write writes frames and flushes: one write(2) for a burst, unless it
 // outgrows the buffer.
@@ -332,7 +345,7 @@ func writeFrame(w *bufio.Writer, f frame) error {
 	}
 	var hdr [10]byte
 	hdr[0] = 0x80 | op
-	n := len(f.data)
+	n := f.size()
 	h := 2
 	switch {
 	case n < 126:
@@ -347,6 +360,17 @@ func writeFrame(w *bufio.Writer, f frame) error {
 		h = 10
 	}
 	w.Write(hdr[:h])
+	if f.tp != 0 {
+		w.WriteString(notePrefix)
+		w.WriteString(f.sid)
+		w.WriteString(noteMiddle)
+		var digits [20]byte
+		w.Write(strconv.AppendInt(digits[:0], f.seq, 10))
+		w.WriteString(noteKey)
+		w.Write(f.data)
+		_, err := w.WriteString(noteSuffix)
+		return err
+	}
 	_, err := w.Write(f.data)
 	return err
 }

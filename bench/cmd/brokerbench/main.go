@@ -61,6 +61,7 @@ var (
 	brokerBin  = flag.String("broker", "", "broker binary (default: build ./cmd/broker)")
 	window     = flag.Int("window", 32, "requests in flight per connection")
 	rssOnly    = flag.Bool("rss-only", false, "only store -subs subscriptions and report RSS")
+	cycle      = flag.Int("cycle", 0, "with -rss-only: each client makes this many subscriptions and leaves (0: stay connected)")
 	keep       = flag.Bool("keep", false, "keep the broker's data directory and log")
 	seed       = flag.Int64("seed", 1, "workload seed")
 	profile    = flag.String("profile", "", "write a CPU profile of the broker's live phase here")
@@ -659,41 +660,85 @@ func compare(want, got []pair) comparison {
 }
 
 // rssRun stores -subs subscriptions and reports the broker's RSS with
-// the clients connected, and after they leave (stored, not routed).
+// the clients connected (or, with -cycle, connecting one after another,
+// so the subscriptions are stored but not routed), and after they leave.
 func rssRun(b *brokerProc, w *workload) error {
-	subs, err := dialAll(b.addr, *subConns)
-	if err != nil {
-		return err
-	}
 	bk := &book{errors: map[string]int{}}
-	rng := rand.New(rand.NewSource(*seed))
-	t0 := time.Now()
-	for i := range *nSubs {
-		lat, lng := w.spot(rng)
-		subs[i%len(subs)].do(map[string]any{"op": "subscribe", "uid": "u" + strconv.Itoa(i), "lat": lat, "lng": lng, "future": "1h"},
-			func(r *reply) {
-				if r.Op != "subscribed" {
-					bk.fail(r)
-				}
-			})
-		if (i+1)%1_000_000 == 0 {
-			now, _ := b.rss()
-			fmt.Fprintf(os.Stderr, "%d subscriptions, %.0f/s, RSS %.0f MiB\n", i+1, float64(i+1)/time.Since(t0).Seconds(), now)
-		}
+	per := *nSubs / *subConns
+	if *cycle > 0 {
+		per = *cycle
 	}
-	for _, c := range subs {
-		c.drain()
+	var made atomic.Int64
+	var next atomic.Int64 // subscriptions handed out
+	var mu sync.Mutex
+	var open []*client
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	errc := make(chan error, *subConns)
+	for g := range *subConns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(*seed + int64(g)))
+			for next.Load() < int64(*nSubs) {
+				c, err := dial(b.addr)
+				if err != nil {
+					errc <- err
+					return
+				}
+				for range per {
+					i := next.Add(1)
+					if i > int64(*nSubs) {
+						break
+					}
+					lat, lng := w.spot(rng)
+					c.do(map[string]any{"op": "subscribe", "uid": "u" + strconv.FormatInt(i, 10), "lat": lat, "lng": lng, "future": "1h"},
+						func(r *reply) {
+							if r.Op != "subscribed" {
+								bk.fail(r)
+							}
+							if n := made.Add(1); n%1_000_000 == 0 {
+								now, _ := b.rss()
+								fmt.Fprintf(os.Stderr, "%d subscriptions, %.0f/s, RSS %.0f MiB\n", n, float64(n)/time.Since(t0).Seconds(), now)
+							}
+						})
+				}
+				c.drain()
+				if *cycle > 0 {
+					c.ws.Close()
+					<-c.done
+					continue
+				}
+				mu.Lock()
+				open = append(open, c)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return err
+	default:
 	}
 	rate := float64(*nSubs) / time.Since(t0).Seconds()
+	time.Sleep(2 * time.Second) // routes of cycled connections go
 	connected, peak := b.rss()
-	for _, c := range subs {
+	if *profile != "" {
+		fetch(b.addr, "heap", *profile+".heap")
+	}
+	for _, c := range open {
 		c.ws.Close()
 		<-c.done
 	}
 	time.Sleep(3 * time.Second)
 	left, peak2 := b.rss()
-	fmt.Printf("| stored live subscriptions | subs/s | RSS connected MiB | RSS after clients left MiB | peak MiB |\n|---|---|---|---|---|\n")
-	fmt.Printf("| %d | %.0f | %.0f | %.0f | %.0f |\n", *nSubs, rate, connected, left, max(peak, peak2))
+	how := "connected"
+	if *cycle > 0 {
+		how = fmt.Sprintf("stored, clients cycled every %d", *cycle)
+	}
+	fmt.Printf("| stored live subscriptions | clients | subs/s | RSS MiB at the end | RSS MiB 3 s after clients left | peak MiB |\n|---|---|---|---|---|---|\n")
+	fmt.Printf("| %d | %s | %.0f | %.0f | %.0f | %.0f |\n", *nSubs, how, rate, connected, left, max(peak, peak2))
 	if len(bk.errors) > 0 {
 		return fmt.Errorf("errors: %v", bk.errors)
 	}
