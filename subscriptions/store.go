@@ -1,10 +1,11 @@
 package subscriptions
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -219,12 +220,12 @@ func (l Limits) NewPublication(req *PublishRequest, now int64) (Publication, err
 
 // SortPublications orders newest first.
 func SortPublications(ps []Publication) {
-	sort.Slice(ps, func(i, j int) bool { return ps[i].Tp > ps[j].Tp })
+	slices.SortFunc(ps, func(a, b Publication) int { return cmp.Compare(b.Tp, a.Tp) })
 }
 
 // SortSubscriptions orders newest first.
 func SortSubscriptions(ss []Subscription) {
-	sort.Slice(ss, func(i, j int) bool { return ss[i].Ts > ss[j].Ts })
+	slices.SortFunc(ss, func(a, b Subscription) int { return cmp.Compare(b.Ts, a.Ts) })
 }
 
 // CheckCell validates a cell as NewSubscription and NewPublication do.
