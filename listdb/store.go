@@ -667,7 +667,6 @@ func (st *Store) Publish(ctx context.Context, req *subscriptions.PublishRequest)
 	if err != nil {
 		return nil, err
 	}
-	subscriptions.SortSubscriptions(res.Matches)
 	subscriptions.SortPublications(res.Recent)
 	return res, nil
 }

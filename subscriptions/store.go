@@ -42,8 +42,10 @@ type SubscribeResult struct {
 }
 
 // PublishResult is what PUBLISH returns: the publication as stamped,
-// whether it was stored, the live subscriptions it matches (newest first),
-// and for a self-join publish the cell's live publications (newest first).
+// whether it was stored, the live subscriptions it matches (in no set
+// order: a publication may match thousands, and the broker routes each on
+// its own), and for a self-join publish the cell's live publications
+// (newest first).
 type PublishResult struct {
 	Pub     Publication
 	Stored  bool

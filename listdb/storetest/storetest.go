@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -146,7 +147,11 @@ func pids(ps []subscriptions.Publication) string {
 	return b.String()
 }
 
+// sids lists subscription ids newest first, the order the oracle keeps;
+// stores return matches in any order.
 func sids(ss []subscriptions.Subscription) string {
+	ss = slices.Clone(ss)
+	subscriptions.SortSubscriptions(ss)
 	var b strings.Builder
 	for i := range ss {
 		b.WriteString(ss[i].Sid())
