@@ -94,6 +94,7 @@ type Hub struct {
 	dcond    *sync.Cond
 	released []*subscriptions.PublishResult
 	busy     bool
+	from     int64 // while busy: the stamp of the first publication being dispatched
 	closed   bool
 	stopped  chan struct{}
 }
@@ -134,7 +135,7 @@ func (h *Hub) dispatcher() {
 			return
 		}
 		batch, h.released = h.released, batch[:0]
-		h.busy = true
+		h.busy, h.from = true, batch[0].Pub.Tp
 		h.dmu.Unlock()
 		for i, res := range batch {
 			h.dispatch(res)
@@ -280,15 +281,40 @@ func (h *Hub) attach(r *route) {
 	}
 }
 
-// Expire drops the routes of subscriptions that ended before now, telling
-// their sinks. Call it every second or so: a route costs memory and counts
-// against its connection's limit until then.
+// horizon is the stamp below which no publication is left to dispatch:
+// the least of now, the lower bound of every running operation and the
+// stamp of every publication queued or being dispatched.
+func (h *Hub) horizon(now int64) int64 {
+	h.seq.mu.Lock()
+	hz := min(now, h.seq.oldest)
+	if h.seq.ready.Len() > 0 {
+		hz = min(hz, h.seq.ready[0].Pub.Tp)
+	}
+	h.seq.mu.Unlock()
+	// A result leaving the heap after the read above is queued here (or
+	// already dispatched) by the time this lock is taken.
+	h.dmu.Lock()
+	if len(h.released) > 0 {
+		hz = min(hz, h.released[0].Pub.Tp)
+	}
+	if h.busy {
+		hz = min(hz, h.from)
+	}
+	h.dmu.Unlock()
+	return hz
+}
+
+// Expire drops the routes of subscriptions that ended before now and
+// before every publication still to be dispatched, telling their sinks.
+// Call it every second or so: a route costs memory and counts against its
+// connection's limit until then.
 func (h *Hub) Expire(now int64) {
 	type lost struct {
 		sink Sink
 		sid  string
 	}
 	var gone []lost
+	now = h.horizon(now)
 	h.mu.Lock()
 	// Subscriptions ending in second s are over once now passes s+1.
 	last := now/int64(time.Second) - 1

@@ -314,3 +314,33 @@ func TestExpireDropsEndedRoutes(t *testing.T) {
 		t.Fatalf("after 13 s: %d routes, lost %v", n, k.lost)
 	}
 }
+
+// TestExpireKeepsRoutesPublicationsStillNeed holds a publication in the
+// sequencer (behind an older operation) while its subscription ends and
+// Expire runs: the route must stay until the publication is dispatched.
+func TestExpireKeepsRoutesPublicationsStillNeed(t *testing.T) {
+	clock := subscriptions.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	hub, _ := openHub(t, clock)
+	ctx := context.Background()
+	k := newSink()
+	c := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.MustParse("1.2")}
+	var sid string
+	if err := hub.Subscribe(ctx, &subscriptions.SubscribeRequest{Uid: "u", Cell: c, Future: time.Second}, k, func(_ *subscriptions.SubscribeResult, s string) { sid = s }); err != nil {
+		t.Fatal(err)
+	}
+	slow := hub.seq.begin() // an older operation still running
+	if err := hub.Publish(ctx, &subscriptions.PublishRequest{Uid: "p", Cell: c, Expires: time.Minute}, func(*subscriptions.PublishResult) {}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(5 * time.Second)
+	hub.Expire(clock.Now())
+	hub.seq.finish(slow, nil)
+	hub.Drain()
+	if len(k.got[sid]) != 1 {
+		t.Fatalf("the held publication reached the subscription %d times", len(k.got[sid]))
+	}
+	hub.Expire(clock.Now())
+	if n := hub.Stats().Routes; n != 0 {
+		t.Fatalf("%d routes once nothing needs them", n)
+	}
+}
