@@ -218,8 +218,9 @@ func owned(s subscriptions.Subscription, owner string) error {
 	return nil
 }
 
-// Unsubscribe cancels sid, which owner (when not empty) must have made,
-// and drops its route.
+// Unsubscribe cancels sid, which owner (when not empty) must have made.
+// Its route ends with the cancel: publications stamped before it still
+// reach the sink, then Expire drops the route.
 func (h *Hub) Unsubscribe(ctx context.Context, sid, owner string) error {
 	s, err := h.cfg.Store.Lookup(ctx, sid)
 	if err != nil {
@@ -231,13 +232,13 @@ func (h *Hub) Unsubscribe(ctx context.Context, sid, owner string) error {
 	if err := h.cfg.Store.Unsubscribe(ctx, sid); err != nil {
 		return err
 	}
+	now := h.cfg.Clock.Now() // after the cancel's stamp
 	h.mu.Lock()
-	r := h.routes[s.Ts]
-	delete(h.routes, s.Ts)
-	h.mu.Unlock()
-	if r != nil {
-		r.sink.Lost(sid)
+	if r := h.routes[s.Ts]; r != nil && r.tmax > now {
+		r.tmax = now
+		h.endsAt(r)
 	}
+	h.mu.Unlock()
 	return nil
 }
 
@@ -272,8 +273,7 @@ func (h *Hub) attach(r *route) {
 	old := h.routes[r.ts]
 	h.routes[r.ts] = r
 	if old == nil {
-		sec := max(r.tmax/int64(time.Second), h.swept+1)
-		h.ending[sec] = append(h.ending[sec], r.ts)
+		h.endsAt(r)
 	}
 	h.mu.Unlock()
 	if old != nil && old.sink != r.sink {
@@ -338,6 +338,12 @@ func (h *Hub) Expire(now int64) {
 	for _, l := range gone {
 		l.sink.Lost(l.sid)
 	}
+}
+
+// endsAt files r for Expire under the second it ends. h.mu is held.
+func (h *Hub) endsAt(r *route) {
+	sec := max(r.tmax/int64(time.Second), h.swept+1)
+	h.ending[sec] = append(h.ending[sec], r.ts)
 }
 
 // Detach drops sid's route if sink holds it: the sink is going away. The

@@ -272,6 +272,8 @@ func TestUnsubscribeChecksTheOwnerAndDropsTheRoute(t *testing.T) {
 	if err := hub.Unsubscribe(ctx, sid, "alice"); err != nil {
 		t.Fatal(err)
 	}
+	clock.Advance(2 * time.Second)
+	hub.Expire(clock.Now())
 	if !k.lost[sid] || hub.Stats().Routes != 0 {
 		t.Fatalf("route kept after unsubscribe: lost=%v stats=%+v", k.lost[sid], hub.Stats())
 	}
@@ -342,5 +344,36 @@ func TestExpireKeepsRoutesPublicationsStillNeed(t *testing.T) {
 	hub.Expire(clock.Now())
 	if n := hub.Stats().Routes; n != 0 {
 		t.Fatalf("%d routes once nothing needs them", n)
+	}
+}
+
+// TestUnsubscribeKeepsEarlierPublications cancels a subscription while a
+// publication stamped before the cancel waits in the sequencer: it still
+// reaches the subscriber, and nothing after the cancel does.
+func TestUnsubscribeKeepsEarlierPublications(t *testing.T) {
+	clock := subscriptions.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	hub, _ := openHub(t, clock)
+	ctx := context.Background()
+	k := newSink()
+	c := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.MustParse("1.2")}
+	var sid string
+	if err := hub.Subscribe(ctx, &subscriptions.SubscribeRequest{Uid: "u", Cell: c, Future: time.Hour}, k, func(_ *subscriptions.SubscribeResult, s string) { sid = s }); err != nil {
+		t.Fatal(err)
+	}
+	slow := hub.seq.begin()
+	publish := func() {
+		if err := hub.Publish(ctx, &subscriptions.PublishRequest{Uid: "p", Cell: c, Expires: time.Minute}, func(*subscriptions.PublishResult) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish()
+	if err := hub.Unsubscribe(ctx, sid, "u"); err != nil {
+		t.Fatal(err)
+	}
+	publish()
+	hub.seq.finish(slow, nil)
+	hub.Drain()
+	if len(k.got[sid]) != 1 {
+		t.Fatalf("%d notifications, want the one published before the cancel", len(k.got[sid]))
 	}
 }
