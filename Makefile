@@ -2,7 +2,7 @@
 GO ?= go
 FUZZTIME ?= 10s
 
-.PHONY: test vet tools unit race fuzz bench-lsm
+.PHONY: test vet tools unit race fuzz bench-lsm bench-broker
 
 test: vet tools unit race fuzz
 
@@ -41,3 +41,8 @@ fuzz:
 # that docs/lsm-benchmarks.md holds (about 10 minutes).
 bench-lsm:
 	cd bench/peers && $(GO) run ./cmd/dbbench -runs 2
+
+# The broker end to end: 10k and 100k moving users (docs/broker-benchmarks.md).
+bench-broker:
+	$(GO) run ./bench/cmd/brokerbench
+	$(GO) run ./bench/cmd/brokerbench -subs 100000 -conns 100 -rate 50

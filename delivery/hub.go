@@ -99,7 +99,8 @@ type Hub struct {
 	stopped  chan struct{}
 }
 
-// New returns a hub over cfg.Store.
+// New returns a hub over cfg.Store, with its dispatcher running until
+// Close.
 func New(cfg Config) *Hub {
 	h := &Hub{cfg: cfg, routes: map[int64]*route{}, ending: map[int64][]int64{}}
 	h.seq.clock = cfg.Clock

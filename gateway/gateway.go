@@ -82,7 +82,7 @@ type Gateway struct {
 // New returns a gateway over cfg.Store.
 func New(cfg Config) *Gateway {
 	g := &Gateway{cfg: cfg, limits: cfg.Limits.withDefaults(), log: cfg.Log, metrics: cfg.Metrics,
-		loc: locator{tree: cfg.Tree, topics: cfg.Topics}, conns: map[*wsConn]struct{}{}, stop: make(chan struct{})}
+		loc: locator{tree: cfg.Tree, topics: cfg.Topics, cache: newPubCache(1 << 16)}, conns: map[*wsConn]struct{}{}, stop: make(chan struct{})}
 	if g.log == nil {
 		g.log = slog.Default()
 	}
@@ -235,7 +235,7 @@ func (g *Gateway) subscribe(ctx context.Context, s session, req *Request) error 
 			s.holds(sid)
 		}
 		s.reply(encode(subscribedReply{ID: req.ID, Op: "subscribed", Sid: sid, Cell: res.Sub.Cell.String(),
-			Ts: FormatTime(res.Sub.Ts), ExpiresAt: FormatTime(res.Sub.Tmax), Live: res.Stored, Results: g.loc.pubsJSON(res.Past)}))
+			Ts: FormatTime(res.Sub.Ts), ExpiresAt: FormatTime(res.Sub.Tmax), Live: res.Stored, Results: g.loc.resultsJSON(res.Past)}))
 	})
 }
 

@@ -23,7 +23,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"transport"}),
 		PushLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "cellcast_publish_to_push_seconds", Help: "From a publication's stamp to the write of one of its notifications.",
-			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 14),
+			// 0.1 ms to 25 s, each bucket 1.5× the last.
+			Buckets: prometheus.ExponentialBuckets(0.0001, 1.5, 31),
 		}),
 		Connections: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "cellcast_connections", Help: "Open client connections.",

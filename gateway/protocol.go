@@ -183,6 +183,7 @@ func (f *Filter) UnmarshalJSON(b []byte) error {
 type locator struct {
 	tree   *dewey.QuadTree
 	topics *dewey.Topics
+	cache  *pubCache // nil: none
 }
 
 // locate takes exactly one of cell, lat+lng (+radius_m) and topic.
@@ -258,8 +259,23 @@ func (l *locator) pubJSON(p *subscriptions.Publication) pubJSON {
 }
 
 func (l *locator) encodePublication(p *subscriptions.Publication) []byte {
-	b, _ := json.Marshal(l.pubJSON(p))
-	return b
+	render := func() []byte {
+		b, _ := json.Marshal(l.pubJSON(p))
+		return b
+	}
+	if l.cache == nil {
+		return render()
+	}
+	return l.cache.get(p.Tp, render)
+}
+
+// resultsJSON renders publications as a JSON array.
+func (l *locator) resultsJSON(ps []subscriptions.Publication) json.RawMessage {
+	items := make([][]byte, len(ps))
+	for i := range ps {
+		items[i] = l.encodePublication(&ps[i])
+	}
+	return joinJSON(items)
 }
 
 func (l *locator) pubsJSON(ps []subscriptions.Publication) []pubJSON {
@@ -303,7 +319,7 @@ type subscribedReply struct {
 	Ts        string          `json:"ts"`
 	ExpiresAt string          `json:"expires_at"`
 	Live      bool            `json:"live"` // false: no future window, nothing will follow
-	Results   []pubJSON       `json:"results"`
+	Results   json.RawMessage `json:"results"`
 }
 
 type publishedReply struct {

@@ -41,3 +41,30 @@ func FuzzRequest(f *testing.F) {
 		}
 	})
 }
+
+func TestPubCacheRendersOnceAndEvictsOldest(t *testing.T) {
+	c := newPubCache(2)
+	renders := 0
+	get := func(tp int64) string {
+		return string(c.get(tp, func() []byte { renders++; return []byte{byte('a' + tp)} }))
+	}
+	for _, tp := range []int64{1, 2, 1, 2} {
+		if got := get(tp); got != string(rune('a'+tp)) {
+			t.Fatalf("get(%d) = %q", tp, got)
+		}
+	}
+	if renders != 2 {
+		t.Fatalf("%d renders for 2 publications", renders)
+	}
+	get(3) // evicts 1
+	get(1)
+	if renders != 4 || len(c.m) != 2 {
+		t.Fatalf("after eviction: %d renders, %d cached", renders, len(c.m))
+	}
+	if got := string(joinJSON([][]byte{[]byte(`1`), []byte(`{"a":2}`)})); got != `[1,{"a":2}]` {
+		t.Fatalf("joinJSON = %s", got)
+	}
+	if got := string(joinJSON(nil)); got != `[]` {
+		t.Fatalf("joinJSON(nil) = %s", got)
+	}
+}

@@ -65,6 +65,7 @@ var (
 	keep       = flag.Bool("keep", false, "keep the broker's data directory and log")
 	seed       = flag.Int64("seed", 1, "workload seed")
 	profile    = flag.String("profile", "", "write a CPU profile of the broker's live phase here")
+	brokerEnv  = flag.String("broker-env", "", "space-separated VAR=value settings for the broker only, e.g. \"GOGC=400 GOMEMLIMIT=200MiB\"")
 )
 
 func main() {
@@ -122,6 +123,7 @@ func startBroker() (*brokerProc, error) {
 		"--max-subscriptions", strconv.Itoa(*nSubs+1000), "--rate", "1e9", "--burst", "1000000000",
 		"--log-level", "warn", "--pprof")
 	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(os.Environ(), strings.Fields(*brokerEnv)...)
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -192,7 +194,7 @@ type client struct {
 	window chan struct{}
 	done   chan struct{}
 
-	// Written by the reader only; read after done or under mu.
+	// Written by the reader only; read after done.
 	pairs    []pair
 	lat      []int32 // µs
 	lastNote atomic.Int64
@@ -215,11 +217,17 @@ var pidKey = []byte(`"pid":"`)
 
 func (c *client) read() {
 	defer close(c.done)
+	var buf bytes.Buffer
 	for {
-		_, data, err := c.ws.ReadMessage()
+		_, r, err := c.ws.NextReader()
 		if err != nil {
 			return
 		}
+		buf.Reset()
+		if _, err := buf.ReadFrom(r); err != nil {
+			return
+		}
+		data := buf.Bytes()
 		if bytes.HasPrefix(data, notePrefix) {
 			now := time.Now().UnixNano()
 			rest := data[len(notePrefix):]
@@ -227,31 +235,46 @@ func (c *client) read() {
 			i := bytes.Index(rest, pidKey)
 			pid := rest[i+len(pidKey):]
 			pid = pid[:bytes.IndexByte(pid, '"')]
-			tp := stamp(string(pid))
-			c.mu.Lock()
-			c.pairs = append(c.pairs, pair{stamp(string(sid)), tp})
+			tp := stampBytes(pid)
+			// Only this goroutine writes these; they are read after done.
+			c.pairs = append(c.pairs, pair{stampBytes(sid), tp})
 			c.lat = append(c.lat, int32(min((now-tp)/1000, math.MaxInt32)))
-			c.mu.Unlock()
 			c.notes.Add(1)
 			c.lastNote.Store(now)
 			continue
 		}
-		r, err := parseReply(data)
+		r2, err := parseReply(data)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "bad frame %q: %v\n", data, err)
 			continue
 		}
 		c.mu.Lock()
-		cb := c.wait[r.ID]
-		delete(c.wait, r.ID)
+		cb := c.wait[r2.ID]
+		delete(c.wait, r2.ID)
 		c.mu.Unlock()
 		if cb == nil {
 			fmt.Fprintf(os.Stderr, "unexpected frame %s\n", data)
 			continue
 		}
 		<-c.window
-		cb(r)
+		cb(r2)
 	}
+}
+
+// stampBytes is stamp without a string conversion.
+func stampBytes(id []byte) int64 {
+	var t int64
+	for _, ch := range id {
+		switch {
+		case ch >= '0' && ch <= '9':
+			t = t*36 + int64(ch-'0')
+		case ch >= 'a' && ch <= 'z':
+			t = t*36 + int64(ch-'a'+10)
+		default:
+			return t
+		}
+	}
+	return t
 }
 
 // field returns the string value of "key" in a flat JSON object the broker
