@@ -234,8 +234,8 @@ func (g *Gateway) subscribe(ctx context.Context, s session, req *Request) error 
 		if res.Stored {
 			s.holds(sid)
 		}
-		s.reply(encode(subscribedReply{ID: req.ID, Op: "subscribed", Sid: sid, Cell: res.Sub.Cell.String(),
-			Ts: FormatTime(res.Sub.Ts), ExpiresAt: FormatTime(res.Sub.Tmax), Live: res.Stored, Results: g.loc.resultsJSON(res.Past)}))
+		s.reply(g.loc.withResults(encode(subscribedReply{ID: req.ID, Op: "subscribed", Sid: sid, Cell: res.Sub.Cell.String(),
+			Ts: FormatTime(res.Sub.Ts), ExpiresAt: FormatTime(res.Sub.Tmax), Live: res.Stored}), res.Past))
 	})
 }
 
