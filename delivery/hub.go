@@ -396,12 +396,12 @@ func (h *Hub) dispatch(res *subscriptions.PublishResult) {
 
 // sequencer releases finished publications in stamp order.
 type sequencer struct {
-	mu       sync.Mutex
-	clock    subscriptions.Clock
-	pending  map[int64]struct{} // lower bounds of running operations
-	oldest   int64              // least of pending, MaxInt64 when none
-	ready    resultHeap
-	release  func([]*subscriptions.PublishResult)
+	mu      sync.Mutex
+	clock   subscriptions.Clock
+	pending map[int64]struct{} // lower bounds of running operations
+	oldest  int64              // least of pending, MaxInt64 when none
+	ready   resultHeap
+	release func([]*subscriptions.PublishResult)
 }
 
 // begin registers an operation about to reach the store and returns its
