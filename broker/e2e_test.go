@@ -557,3 +557,104 @@ func TestEndedSubscriptionsFreeTheirSlot(t *testing.T) {
 		t.Fatalf("%d routes", n)
 	}
 }
+
+// TestHTTPHealthAndMetrics covers the HTTP side: the API (a subscription
+// made over HTTP is resumed over WebSocket), health, readiness and the
+// metrics the issue names.
+func TestHTTPHealthAndMetrics(t *testing.T) {
+	b := start(t, Config{})
+	base := "http://" + b.HTTPAddr()
+	post := func(op, body string) (int, msg) {
+		resp, err := http.Post(base+"/api/"+op, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m msg
+		if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, m
+	}
+	code, s := post("subscribe", `{"id":"h1","uid":"hana","cell":"1.6","future":"1m"}`)
+	if code != 200 || s["op"] != "subscribed" || s["id"] != "h1" {
+		t.Fatalf("HTTP subscribe: %d %v", code, s)
+	}
+	if code, m := post("publish", `{"uid":"p","cell":"1.6.1","expires":"1m"}`); code != 200 || m["matched"] != 1.0 {
+		t.Fatalf("HTTP publish: %d %v", code, m)
+	}
+	for body, want := range map[string]int{`{"uid":"p","cell":"x"}`: 400, `{"uid":"p","cell":"1","bogus":1}`: 400} {
+		if code, m := post("publish", body); code != want || m["op"] != "error" {
+			t.Fatalf("HTTP publish %s: %d %v", body, code, m)
+		}
+	}
+	if code, m := post("unsubscribe", `{"uid":"hana","sid":"zz-1.6"}`); code != 404 || m["code"] != gateway.CodeNotFound {
+		t.Fatalf("HTTP unsubscribe of an unknown sid: %d %v", code, m)
+	}
+	if code, m := post("resume", `{"uid":"hana","sid":"`+s["sid"].(string)+`","after":0}`); code != 400 {
+		t.Fatalf("HTTP resume: %d %v", code, m)
+	}
+	// The HTTP subscription resumes over WebSocket with what it missed.
+	c := dial(t, b, nil)
+	r := c.do(msg{"op": "resume", "uid": "hana", "sid": s["sid"], "after": 0})
+	if r["replayed"] != 1.0 {
+		t.Fatalf("resume of an HTTP subscription: %v", r)
+	}
+	c.wait(1)
+	if code, m := post("publish", `{"uid":"p","cell":"1.6.2","expires":"1m"}`); code != 200 || m["matched"] != 1.0 {
+		t.Fatalf("HTTP publish to the resumed subscription: %d %v", code, m)
+	}
+	c.wait(2)
+
+	get := func(path string) (int, string) {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, _ := get("/healthz"); code != 200 {
+		t.Fatalf("healthz %d", code)
+	}
+	if code, _ := get("/readyz"); code != 200 {
+		t.Fatalf("readyz %d", code)
+	}
+	want := []string{
+		`cellcast_requests_total{op="publish",outcome="ok",transport="http"} 2`,
+		`cellcast_requests_total{op="publish",outcome="bad_request",transport="http"} 2`,
+		`cellcast_notifications_sent_total{transport="ws"} 1`,
+		`cellcast_publish_to_push_seconds_count 1`,
+		`cellcast_connections{transport="ws"} 1`,
+		`cellcast_live_subscriptions 1`,
+		`cellcast_slow_consumer_cuts_total 0`,
+		`cellcast_send_queue_drops_total 0`,
+		"cellcast_matches_unrouted_total ", // 0 or 1: the resume may come first
+		`cellcast_lsm_level_bytes{db="dualdb",level="0"}`,
+		`cellcast_lsm_write_amplification{db="dualdb"}`,
+		`cellcast_lsm_block_cache_hit_ratio{db="dualdb"}`,
+		`cellcast_lsm_compaction_bytes_total{db="dualdb",dir="in"}`,
+	}
+	// Counters move as the dispatcher and the writers get to them.
+	var missing []string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, metrics := get("/metrics")
+		missing = missing[:0]
+		for _, series := range want {
+			if !strings.Contains(metrics, series) {
+				missing = append(missing, series)
+			}
+		}
+		if len(missing) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(missing) > 0 {
+		t.Fatalf("metrics lack %v", missing)
+	}
+	b.Shutdown(context.Background())
+	if _, err := http.Get(base + "/readyz"); err == nil {
+		t.Fatal("still serving after shutdown")
+	}
+}

@@ -31,6 +31,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req, e := decodeRequest(body)
 	if e == nil {
 		e = natsRequest(req, op, "")
+	} else {
+		req.Op = op // for the metrics
 	}
 	if e == nil && op == "resume" {
 		e = errorf(CodeBadRequest, "resume needs a WebSocket or NATS client to push to")

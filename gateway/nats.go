@@ -64,6 +64,13 @@ func (g *Gateway) ServeNATS(nc *nats.Conn) (stop func() error, err error) {
 			return nil, err
 		}
 	}
+	// A round trip, so the server has the subscriptions before the broker
+	// calls itself ready: a request sent right after would find no
+	// responders.
+	if err := nc.Flush(); err != nil {
+		stop()
+		return nil, err
+	}
 	if g.metrics != nil {
 		g.metrics.Connections.WithLabelValues("nats").Inc()
 	}
@@ -81,6 +88,8 @@ func (g *Gateway) serveNATS(sink *natsSink, m *nats.Msg, op, where string) {
 	req, e := decodeRequest(data)
 	if e == nil {
 		e = natsRequest(req, op, where)
+	} else {
+		req.Op = op // for the metrics
 	}
 	if e == nil && g.cfg.Auth != nil {
 		tok := auth.Bearer(m.Header.Get("Authorization"))
