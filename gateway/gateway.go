@@ -158,9 +158,6 @@ func (g *Gateway) serveDecoded(ctx context.Context, s session, req *Request, e *
 			f.failed(e.Code)
 		}
 		s.reply(errorFrame(req.ID, e))
-		if e.Code == CodeInternal {
-			g.log.Error("request failed", "transport", s.transport(), "op", req.Op)
-		}
 	}
 	if g.metrics != nil {
 		op := req.Op
