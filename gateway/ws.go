@@ -337,40 +337,31 @@ func (c *wsConn) write(fs []frame) bool {
 }
 
 // writeFrame writes one unmasked, unfragmented server frame (RFC 6455
-// section 5.2): a text message unless f.op names a control frame.
+// section 5.2): a text message unless f.op names a control frame. The
+// frame is rendered straight into the buffer's free space.
 func writeFrame(w *bufio.Writer, f frame) error {
 	op := f.op
 	if op == 0 {
 		op = websocket.TextMessage
 	}
-	var hdr [10]byte
-	hdr[0] = 0x80 | op
 	n := f.size()
-	h := 2
+	b := w.AvailableBuffer()
+	b = append(b, 0x80|op)
 	switch {
 	case n < 126:
-		hdr[1] = byte(n)
+		b = append(b, byte(n))
 	case n < 1<<16:
-		hdr[1] = 126
-		binary.BigEndian.PutUint16(hdr[2:], uint16(n))
-		h = 4
+		b = append(b, 126)
+		b = binary.BigEndian.AppendUint16(b, uint16(n))
 	default:
-		hdr[1] = 127
-		binary.BigEndian.PutUint64(hdr[2:], uint64(n))
-		h = 10
+		b = append(b, 127)
+		b = binary.BigEndian.AppendUint64(b, uint64(n))
 	}
-	w.Write(hdr[:h])
 	if f.tp != 0 {
-		w.WriteString(notePrefix)
-		w.WriteString(f.sid)
-		w.WriteString(noteMiddle)
-		var digits [20]byte
-		w.Write(strconv.AppendInt(digits[:0], f.seq, 10))
-		w.WriteString(noteKey)
-		w.Write(f.data)
-		_, err := w.WriteString(noteSuffix)
-		return err
+		b = appendNotification(b, f.sid, f.seq, f.data)
+	} else {
+		b = append(b, f.data...)
 	}
-	_, err := w.Write(f.data)
+	_, err := w.Write(b)
 	return err
 }
