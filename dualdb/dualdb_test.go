@@ -9,6 +9,7 @@ import (
 func TestDifferential(t *testing.T)      { storetest.Differential(t, Open) }
 func TestExpiredDataIsGone(t *testing.T) { storetest.ExpiredDataIsGone(t, Open) }
 
+func TestClockFloor(t *testing.T) { storetest.ClockFloor(t, Open) }
 func TestBadInput(t *testing.T)   { storetest.BadInput(t, Open) }
 func TestConcurrent(t *testing.T) { storetest.Concurrent(t, Open) }
 

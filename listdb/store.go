@@ -229,7 +229,14 @@ type Store struct {
 	// record stamped before it. Each pair (P, S) is then reported by the
 	// later of the two only.
 	mu    sync.Mutex
-	floor int64 // stamps below this were persisted as possibly issued
+	floor atomic.Int64 // stamps below this were persisted as possibly issued
+	// A floor write runs in the background, started half a margin before
+	// the stamps reach the floor, so writers rarely wait for its fsync.
+	// floorDone closes when the write in flight (floorBusy) ends; the
+	// fields are st.mu's, floorErr is set before floorDone closes.
+	floorBusy bool
+	floorDone chan struct{}
+	floorErr  error
 
 	// High-water marks of what was ever written, which bound scans: per
 	// namespace the deepest cell (a scan at that depth has no descendants
@@ -289,8 +296,8 @@ var clockFloorKey = []byte("m/clock-floor")
 // floorMargin is how far the persisted floor runs ahead of the stamps. A
 // restart resumes stamping at the floor, so a large margin would freeze
 // the clock (stamps 1 ns apart) until the wall clock caught up; a small
-// one costs a synced write of the floor once per margin.
-const floorMargin = int64(time.Second)
+// one costs a synced write of the floor about twice per margin.
+const floorMargin = int64(2 * time.Second)
 
 // NewStore wraps a backend.
 func NewStore(b Backend, cfg Config) (*Store, error) {
@@ -304,7 +311,7 @@ func NewStore(b Backend, cfg Config) (*Store, error) {
 	v, err := b.Meta().Get(clockFloorKey)
 	switch {
 	case err == nil && len(v) == 8:
-		st.floor = int64(binary.LittleEndian.Uint64(v))
+		st.floor.Store(int64(binary.LittleEndian.Uint64(v)))
 	case err != nil && !errors.Is(err, lsm.ErrNotFound):
 		return nil, err
 	}
@@ -324,7 +331,7 @@ func NewStore(b Backend, cfg Config) (*Store, error) {
 	}
 	if st.clock == nil {
 		sc := &subscriptions.SystemClock{}
-		sc.AtLeast(st.floor)
+		sc.AtLeast(st.floor.Load())
 		st.clock = sc
 	}
 	depth := cfg.MaxTopicDepth
@@ -347,7 +354,12 @@ func (st *Store) Topics() *dewey.Topics { return st.topics }
 func (st *Store) Backend() Backend { return st.b }
 
 // Close closes the backend.
-func (st *Store) Close() error { return st.b.Close() }
+func (st *Store) Close() error {
+	st.mu.Lock()
+	st.reapFloor(true) // the engine must outlive the floor write
+	st.mu.Unlock()
+	return st.b.Close()
+}
 
 func cellKey(c subscriptions.Cell) []byte {
 	return c.ID.AppendEncoded([]byte{byte(c.NS)})
@@ -383,13 +395,21 @@ func (st *Store) write(list List, keys [][]byte, frag []byte, now int64) error {
 	for i, k := range keys {
 		appends[i] = Append{List: list, Cell: k, Fragment: frag}
 	}
-	if now >= st.floor {
-		floor := now + floorMargin
-		b := binary.LittleEndian.AppendUint64(nil, uint64(floor))
-		if err := st.b.Meta().Set(clockFloorKey, b, lsm.Sync); err != nil {
+	if err := st.reapFloor(false); err != nil {
+		return err
+	}
+	if now >= st.floor.Load()-floorMargin/2 && !st.floorBusy {
+		st.startFloor(now + floorMargin)
+	}
+	// Only a record stamped below the durable floor may be written. The
+	// wait keeps st.mu, so records still reach the engine in stamp order.
+	for now >= st.floor.Load() {
+		if err := st.reapFloor(true); err != nil {
 			return err
 		}
-		st.floor = floor
+		if now >= st.floor.Load() {
+			st.startFloor(now + floorMargin)
+		}
 	}
 	return st.b.Append(appends, st.cfg.Sync)
 }
@@ -407,6 +427,41 @@ func (st *Store) raiseMarks(list List, c subscriptions.Cell, lifetime int64) err
 	}
 	sec := int64(time.Second)
 	return st.span[list].raise(st.b.Meta(), (lifetime+sec-1)/sec*sec)
+}
+
+// startFloor persists floor in the background. st.mu is held.
+func (st *Store) startFloor(floor int64) {
+	st.floorBusy = true
+	done := make(chan struct{})
+	st.floorDone = done
+	go func() {
+		b := binary.LittleEndian.AppendUint64(nil, uint64(floor))
+		if err := st.b.Meta().Set(clockFloorKey, b, lsm.Sync); err != nil {
+			st.floorErr = fmt.Errorf("listdb: persisting the clock floor: %w", err)
+		} else {
+			st.floor.Store(floor)
+		}
+		close(done)
+	}()
+}
+
+// reapFloor notes the end of the floor write in flight, waiting for it if
+// wait is set, and returns its error. st.mu is held.
+func (st *Store) reapFloor(wait bool) error {
+	if st.floorBusy {
+		if wait {
+			<-st.floorDone
+		}
+		select {
+		case <-st.floorDone:
+			st.floorBusy = false
+		default:
+		}
+	}
+	if !st.floorBusy && st.floorErr != nil {
+		return st.floorErr
+	}
+	return nil
 }
 
 // oldest is the stamp below which no record of list is live at now.

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
@@ -407,5 +408,48 @@ func BadInput(t *testing.T, open Opener) {
 	}
 	if err := r.store.Unsubscribe(ctx, subscriptions.FormatID(12345, cell)); !errors.Is(err, subscriptions.ErrUnknownSid) {
 		t.Fatalf("unknown sid: %v", err)
+	}
+}
+
+// ClockFloor checks the persisted clock floor with the default clock: every
+// stored record is stamped below the floor persisted before it was written
+// (so a restart never reissues a stamp), and the floor stays within a few
+// seconds of the stamps (so a restart does not freeze the clock).
+func ClockFloor(t *testing.T, open Opener) {
+	dir := t.TempDir()
+	st, err := open(dir, listdb.Config{}, SmallEngine())
+	if err != nil {
+		t.Fatal(err)
+	}
+	floor := func() int64 {
+		v, err := st.Backend().Meta().Get([]byte("m/clock-floor"))
+		if err != nil || len(v) != 8 {
+			t.Fatalf("clock floor: %x, %v", v, err)
+		}
+		return int64(binary.LittleEndian.Uint64(v))
+	}
+	ctx := context.Background()
+	cell := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{1, 2}}
+	var last int64
+	for end := time.Now().Add(2500 * time.Millisecond); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		res, err := st.Publish(ctx, &subscriptions.PublishRequest{Uid: "p", Cell: cell, Expires: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := floor(); res.Pub.Tp >= f || f > res.Pub.Tp+int64(3*time.Second) {
+			t.Fatalf("stamp %d with the floor at %+d", res.Pub.Tp, f-res.Pub.Tp)
+		}
+		last = res.Pub.Tp
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = open(dir, listdb.Config{}, SmallEngine()); err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	res, err := st.Publish(ctx, &subscriptions.PublishRequest{Uid: "p", Cell: cell, Expires: time.Minute})
+	if err != nil || res.Pub.Tp <= last {
+		t.Fatalf("after a restart: stamp %d after %d, %v", res.Pub.Tp, last, err)
 	}
 }
