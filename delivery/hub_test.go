@@ -44,8 +44,9 @@ func (k *sink) Lost(sid string) {
 	k.mu.Unlock()
 }
 
-func openHub(t *testing.T, clock *subscriptions.FakeClock) (*Hub, *listdb.Store) {
+func openHub(t *testing.T) (*Hub, *subscriptions.FakeClock) {
 	t.Helper()
+	clock := subscriptions.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
 	cfg := listdb.Config{Clock: clock, Now: clock.Peek}
 	st, err := dualdb.Open(t.TempDir(), cfg, nil)
 	if err != nil {
@@ -56,7 +57,27 @@ func openHub(t *testing.T, clock *subscriptions.FakeClock) (*Hub, *listdb.Store)
 		h.Close()
 		st.Close()
 	})
-	return h, st
+	return h, clock
+}
+
+// subscribeTo makes a subscription routed to k and returns its sid.
+func subscribeTo(t *testing.T, hub *Hub, k Sink, uid string, c subscriptions.Cell, future time.Duration) string {
+	t.Helper()
+	var sid string
+	err := hub.Subscribe(context.Background(), &subscriptions.SubscribeRequest{Uid: uid, Cell: c, Future: future}, k,
+		func(_ *subscriptions.SubscribeResult, s string) { sid = s })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sid
+}
+
+// publishIn publishes in c for a minute.
+func publishIn(t *testing.T, hub *Hub, c subscriptions.Cell) {
+	t.Helper()
+	if err := hub.Publish(context.Background(), &subscriptions.PublishRequest{Uid: "p", Cell: c, Expires: time.Minute}, func(*subscriptions.PublishResult) {}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 var cells = []string{"1", "1.2", "1.2.3", "1.2.3.4", "1.2.4", "1.3", "1.3.1", "1.3.1.1"}
@@ -74,8 +95,7 @@ type made struct {
 // publication came first, else as a notification — with sequence numbers
 // increasing.
 func TestConcurrentDeliveryIsExactlyOnce(t *testing.T) {
-	clock := subscriptions.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	hub, _ := openHub(t, clock)
+	hub, clock := openHub(t)
 	k := newSink()
 	var m made
 	ops := 3000
@@ -170,8 +190,7 @@ func TestConcurrentDeliveryIsExactlyOnce(t *testing.T) {
 // the last sequence number it got: the two together must hold every
 // notification once.
 func TestResumeReplaysWhatWasMissed(t *testing.T) {
-	clock := subscriptions.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	hub, _ := openHub(t, clock)
+	hub, _ := openHub(t)
 	ctx := context.Background()
 	rng := rand.New(rand.NewSource(7))
 	first := newSink()
@@ -257,15 +276,11 @@ func TestResumeReplaysWhatWasMissed(t *testing.T) {
 }
 
 func TestUnsubscribeChecksTheOwnerAndDropsTheRoute(t *testing.T) {
-	clock := subscriptions.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	hub, _ := openHub(t, clock)
+	hub, clock := openHub(t)
 	ctx := context.Background()
 	k := newSink()
 	c := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.MustParse("1.2")}
-	var sid string
-	if err := hub.Subscribe(ctx, &subscriptions.SubscribeRequest{Uid: "alice", Cell: c, Future: time.Minute}, k, func(_ *subscriptions.SubscribeResult, s string) { sid = s }); err != nil {
-		t.Fatal(err)
-	}
+	sid := subscribeTo(t, hub, k, "alice", c, time.Minute)
 	if err := hub.Unsubscribe(ctx, sid, "bob"); err == nil {
 		t.Fatal("bob cancelled alice's subscription")
 	}
@@ -277,9 +292,7 @@ func TestUnsubscribeChecksTheOwnerAndDropsTheRoute(t *testing.T) {
 	if !k.lost[sid] || hub.Stats().Routes != 0 {
 		t.Fatalf("route kept after unsubscribe: lost=%v stats=%+v", k.lost[sid], hub.Stats())
 	}
-	if err := hub.Publish(ctx, &subscriptions.PublishRequest{Uid: "p", Cell: c, Expires: time.Minute}, func(*subscriptions.PublishResult) {}); err != nil {
-		t.Fatal(err)
-	}
+	publishIn(t, hub, c)
 	hub.Drain()
 	if len(k.got[sid]) != 0 {
 		t.Fatal("notified after unsubscribe")
@@ -290,16 +303,12 @@ func TestUnsubscribeChecksTheOwnerAndDropsTheRoute(t *testing.T) {
 }
 
 func TestExpireDropsEndedRoutes(t *testing.T) {
-	clock := subscriptions.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	hub, _ := openHub(t, clock)
-	ctx := context.Background()
+	hub, clock := openHub(t)
 	k := newSink()
 	c := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.MustParse("1.2")}
 	sids := map[time.Duration]string{}
 	for _, f := range []time.Duration{time.Second, 5 * time.Second, time.Hour} {
-		if err := hub.Subscribe(ctx, &subscriptions.SubscribeRequest{Uid: "u", Cell: c, Future: f}, k, func(_ *subscriptions.SubscribeResult, s string) { sids[f] = s }); err != nil {
-			t.Fatal(err)
-		}
+		sids[f] = subscribeTo(t, hub, k, "u", c, f)
 	}
 	hub.Expire(clock.Now())
 	if n := hub.Stats().Routes; n != 3 {
@@ -321,19 +330,12 @@ func TestExpireDropsEndedRoutes(t *testing.T) {
 // sequencer (behind an older operation) while its subscription ends and
 // Expire runs: the route must stay until the publication is dispatched.
 func TestExpireKeepsRoutesPublicationsStillNeed(t *testing.T) {
-	clock := subscriptions.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	hub, _ := openHub(t, clock)
-	ctx := context.Background()
+	hub, clock := openHub(t)
 	k := newSink()
 	c := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.MustParse("1.2")}
-	var sid string
-	if err := hub.Subscribe(ctx, &subscriptions.SubscribeRequest{Uid: "u", Cell: c, Future: time.Second}, k, func(_ *subscriptions.SubscribeResult, s string) { sid = s }); err != nil {
-		t.Fatal(err)
-	}
+	sid := subscribeTo(t, hub, k, "u", c, time.Second)
 	slow := hub.seq.begin() // an older operation still running
-	if err := hub.Publish(ctx, &subscriptions.PublishRequest{Uid: "p", Cell: c, Expires: time.Minute}, func(*subscriptions.PublishResult) {}); err != nil {
-		t.Fatal(err)
-	}
+	publishIn(t, hub, c)
 	clock.Advance(5 * time.Second)
 	hub.Expire(clock.Now())
 	hub.seq.finish(slow, nil)
@@ -351,26 +353,17 @@ func TestExpireKeepsRoutesPublicationsStillNeed(t *testing.T) {
 // publication stamped before the cancel waits in the sequencer: it still
 // reaches the subscriber, and nothing after the cancel does.
 func TestUnsubscribeKeepsEarlierPublications(t *testing.T) {
-	clock := subscriptions.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	hub, _ := openHub(t, clock)
+	hub, _ := openHub(t)
 	ctx := context.Background()
 	k := newSink()
 	c := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.MustParse("1.2")}
-	var sid string
-	if err := hub.Subscribe(ctx, &subscriptions.SubscribeRequest{Uid: "u", Cell: c, Future: time.Hour}, k, func(_ *subscriptions.SubscribeResult, s string) { sid = s }); err != nil {
-		t.Fatal(err)
-	}
+	sid := subscribeTo(t, hub, k, "u", c, time.Hour)
 	slow := hub.seq.begin()
-	publish := func() {
-		if err := hub.Publish(ctx, &subscriptions.PublishRequest{Uid: "p", Cell: c, Expires: time.Minute}, func(*subscriptions.PublishResult) {}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	publish()
+	publishIn(t, hub, c)
 	if err := hub.Unsubscribe(ctx, sid, "u"); err != nil {
 		t.Fatal(err)
 	}
-	publish()
+	publishIn(t, hub, c)
 	hub.seq.finish(slow, nil)
 	hub.Drain()
 	if len(k.got[sid]) != 1 {
