@@ -61,6 +61,20 @@ func parse(fs *flag.FlagSet, args []string) error {
 	return err
 }
 
+// parseOrExit parses, and when the command should stop there returns its
+// exit code: 0 after --help, 2 for a bad flag or variable.
+func parseOrExit(fs *flag.FlagSet, args []string) (code int, ok bool) {
+	err := parse(fs, args)
+	switch {
+	case err == nil:
+		return 0, true
+	case err == flag.ErrHelp:
+		return 0, false
+	}
+	fmt.Fprintf(os.Stderr, "%s: %v\n", fs.Name(), err)
+	return 2, false
+}
+
 func run(args []string) int {
 	fs := flag.NewFlagSet("broker", flag.ContinueOnError)
 	var c broker.Config
@@ -88,12 +102,8 @@ func run(args []string) int {
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long a shutdown may take to drain clients")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	format := fs.String("log-format", "text", "text or json")
-	if err := parse(fs, args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		fmt.Fprintln(os.Stderr, "broker:", err)
-		return 2
+	if code, ok := parseOrExit(fs, args); !ok {
+		return code
 	}
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
@@ -126,12 +136,8 @@ func token(args []string) int {
 	uid := fs.String("uid", "", "the user the token stands for")
 	ttl := fs.Duration("ttl", 24*time.Hour, "validity; 0 for no expiry")
 	secret := fs.String("auth-hmac-secret-file", "", "the broker's HMAC secret file")
-	if err := parse(fs, args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		fmt.Fprintln(os.Stderr, "broker token:", err)
-		return 2
+	if code, ok := parseOrExit(fs, args); !ok {
+		return code
 	}
 	if *uid == "" || *secret == "" {
 		fmt.Fprintln(os.Stderr, "broker token: --uid and --auth-hmac-secret-file are required")
