@@ -19,12 +19,15 @@
 //
 // Ordering comes from a sequencer. Each operation takes a lower bound from
 // the store's clock before it reaches the store, so its stamp is above the
-// bound; a finished publication is dispatched only when no operation with
-// a lower bound below its stamp is still running; a dispatcher goroutine
+// bound; a finished publication is dispatched only when no PUBLISH with a
+// lower bound below its stamp is still running; a dispatcher goroutine
 // then fans it out, so a large fan-out delays later notifications but
-// never the operations themselves. A SUBSCRIBE or RESUME
-// attaches its route and answers its client before it finishes, so every
-// later publication finds the route, and finds it after the answer.
+// never the operations themselves. Publications do not wait for a running
+// SUBSCRIBE or RESUME, whose past results may take a while: the hub keeps
+// what it dispatched since the oldest of those began, and a new route
+// catches up from there when it attaches. The route holds its
+// notifications until its operation has answered, so the answer comes
+// first.
 //
 // Sinks never block the hub: a sink that cannot take a notification says
 // so, and the transport cuts that client, which resumes to catch up.

@@ -62,6 +62,19 @@ type route struct {
 	ts   int64
 	from int64
 	tmax int64
+	// While holding, the route's SUBSCRIBE or RESUME has not answered
+	// yet, and notifications wait in held: the answer goes first. Only
+	// the dispatcher appends, under the hub's read lock; the rest happens
+	// under its write lock.
+	holding bool
+	held    []*Notification
+}
+
+// dispatched is a publication the dispatcher fanned out while a SUBSCRIBE
+// or RESUME was running, kept for that operation's route to catch up on.
+type dispatched struct {
+	res  *subscriptions.PublishResult
+	body []byte
 }
 
 // Stats are the hub's counters.
@@ -85,6 +98,11 @@ type Hub struct {
 	// Expire; swept is the last second Expire cleared.
 	ending map[int64][]int64
 	swept  int64
+	// recent holds, in stamp order, the publications dispatched since the
+	// oldest running SUBSCRIBE or RESUME began: publications do not wait
+	// for those, whose routes catch up from here instead. Written by the
+	// dispatcher under the read lock, read under the write lock.
+	recent []dispatched
 
 	dispatched, unrouted, refused, published atomic.Uint64
 
@@ -104,8 +122,8 @@ type Hub struct {
 func New(cfg Config) *Hub {
 	h := &Hub{cfg: cfg, routes: map[int64]*route{}, ending: map[int64][]int64{}}
 	h.seq.clock = cfg.Clock
-	h.seq.pending = map[int64]struct{}{}
-	h.seq.oldest = math.MaxInt64
+	h.seq.pubs.init()
+	h.seq.joins.init()
 	h.seq.release = h.release
 	h.dcond = sync.NewCond(&h.dmu)
 	h.stopped = make(chan struct{})
@@ -183,24 +201,28 @@ func (h *Hub) Stats() Stats {
 // sink (when not nil). answer runs with the result and the subscription's
 // id before any notification of the subscription reaches sink.
 func (h *Hub) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequest, sink Sink, answer func(res *subscriptions.SubscribeResult, sid string)) error {
-	l := h.seq.begin()
-	defer h.seq.finish(l, nil)
+	l := h.seq.beginJoin()
+	defer h.seq.finishJoin(l)
 	res, err := h.cfg.Store.Subscribe(ctx, req)
 	if err != nil {
 		return err
 	}
 	sid := res.Sub.Sid() // one copy, shared by the route and the sink
-	if res.Stored && sink != nil {
-		h.attach(&route{sink: sink, sid: sid, uid: res.Sub.Uid, ts: res.Sub.Ts, from: res.Sub.Ts, tmax: res.Sub.Tmax})
+	if !res.Stored || sink == nil {
+		answer(res, sid)
+		return nil
 	}
+	r := &route{sink: sink, sid: sid, uid: res.Sub.Uid, ts: res.Sub.Ts, from: res.Sub.Ts, tmax: res.Sub.Tmax}
+	h.attach(r)
 	answer(res, sid)
+	h.open(r)
 	return nil
 }
 
 // Publish stores the publication; its notifications follow in stamp order.
 // answer runs with the result before they are dispatched.
 func (h *Hub) Publish(ctx context.Context, req *subscriptions.PublishRequest, answer func(*subscriptions.PublishResult)) error {
-	l := h.seq.begin()
+	l := h.seq.beginPub()
 	res, err := h.cfg.Store.Publish(ctx, req)
 	if err != nil {
 		h.seq.finish(l, nil)
@@ -254,8 +276,8 @@ func (h *Hub) Resume(ctx context.Context, sid string, after int64, owner string,
 	if err != nil {
 		return err
 	}
-	l := h.seq.begin()
-	defer h.seq.finish(l, nil)
+	l := h.seq.beginJoin()
+	defer h.seq.finishJoin(l)
 	res, err := h.cfg.Store.Replay(ctx, sid, ts+min(after, math.MaxInt64-ts))
 	if err != nil {
 		return err
@@ -263,14 +285,30 @@ func (h *Hub) Resume(ctx context.Context, sid string, after int64, owner string,
 	if err := owned(res.Sub, owner); err != nil {
 		return err
 	}
-	h.attach(&route{sink: sink, sid: sid, uid: res.Sub.Uid, ts: ts, from: res.Now, tmax: res.Sub.Tmax})
+	r := &route{sink: sink, sid: sid, uid: res.Sub.Uid, ts: ts, from: res.Now, tmax: res.Sub.Tmax}
+	h.attach(r)
 	answer(res)
+	h.open(r)
 	return nil
 }
 
-// attach routes r's subscription to r.sink, taking it from any other sink.
+// attach routes r's subscription to r.sink, taking it from any other sink,
+// and holds the publications stamped after r.from that were dispatched
+// before the route existed, for open to pass on.
 func (h *Hub) attach(r *route) {
+	r.holding = true
 	h.mu.Lock()
+	for _, d := range h.recent {
+		if d.res.Pub.Tp <= r.from {
+			continue
+		}
+		for i := range d.res.Matches {
+			if s := &d.res.Matches[i]; s.Ts == r.ts {
+				r.held = append(r.held, &Notification{Sid: r.sid, Uid: r.uid, Seq: Seq(s, &d.res.Pub), Pub: &d.res.Pub, Body: d.body})
+				break
+			}
+		}
+	}
 	old := h.routes[r.ts]
 	h.routes[r.ts] = r
 	if old == nil {
@@ -282,12 +320,33 @@ func (h *Hub) attach(r *route) {
 	}
 }
 
+// open passes on what r held, once its operation has answered, and lets
+// later notifications through.
+func (h *Hub) open(r *route) {
+	var sent, refused uint64
+	h.mu.Lock()
+	r.holding = false
+	if h.routes[r.ts] == r { // else resumed elsewhere, whose replay covers these
+		for _, n := range r.held {
+			if r.sink.Notify(n) {
+				sent++
+			} else {
+				refused++
+			}
+		}
+	}
+	r.held = nil
+	h.mu.Unlock()
+	h.dispatched.Add(sent)
+	h.refused.Add(refused)
+}
+
 // horizon is the stamp below which no publication is left to dispatch:
-// the least of now, the lower bound of every running operation and the
-// stamp of every publication queued or being dispatched.
+// the least of now, the lower bound of every running PUBLISH and the stamp
+// of every publication queued or being dispatched.
 func (h *Hub) horizon(now int64) int64 {
 	h.seq.mu.Lock()
-	hz := min(now, h.seq.oldest)
+	hz := min(now, h.seq.pubs.oldest)
 	if h.seq.ready.Len() > 0 {
 		hz = min(hz, h.seq.ready[0].Pub.Tp)
 	}
@@ -372,6 +431,7 @@ func (h *Hub) dispatch(res *subscriptions.PublishResult) {
 	body := h.cfg.Encode(p)
 	var sent, unrouted, refused uint64
 	h.mu.RLock()
+	h.keep(res, body)
 	for i := range res.Matches {
 		s := &res.Matches[i]
 		r := h.routes[s.Ts]
@@ -382,6 +442,8 @@ func (h *Hub) dispatch(res *subscriptions.PublishResult) {
 			unrouted++
 		case p.Tp <= r.from:
 			// Replayed by the resume that attached the route.
+		case r.holding:
+			r.held = append(r.held, &Notification{Sid: r.sid, Uid: r.uid, Seq: Seq(s, p), Pub: p, Body: body})
 		case r.sink.Notify(&Notification{Sid: r.sid, Uid: r.uid, Seq: Seq(s, p), Pub: p, Body: body}):
 			sent++
 		default:
@@ -394,47 +456,105 @@ func (h *Hub) dispatch(res *subscriptions.PublishResult) {
 	h.refused.Add(refused)
 }
 
-// sequencer releases finished publications in stamp order.
-type sequencer struct {
-	mu      sync.Mutex
-	clock   subscriptions.Clock
-	pending map[int64]struct{} // lower bounds of running operations
-	oldest  int64              // least of pending, MaxInt64 when none
-	ready   resultHeap
-	release func([]*subscriptions.PublishResult)
+// keep files res in h.recent if a running SUBSCRIBE or RESUME may need
+// it, and forgets what none can. The dispatcher calls it under h.mu's
+// read lock.
+func (h *Hub) keep(res *subscriptions.PublishResult, body []byte) {
+	// An operation beginning after this load takes a bound above res's
+	// stamp, so it cannot need res.
+	floor := h.seq.oldestJoin.Load()
+	i := 0
+	for i < len(h.recent) && h.recent[i].res.Pub.Tp < floor {
+		i++
+	}
+	if i > 0 {
+		n := copy(h.recent, h.recent[i:])
+		clear(h.recent[n:])
+		h.recent = h.recent[:n]
+	}
+	if res.Pub.Tp > floor {
+		h.recent = append(h.recent, dispatched{res, body})
+	}
 }
 
-// begin registers an operation about to reach the store and returns its
+// sequencer releases finished publications in stamp order.
+type sequencer struct {
+	mu    sync.Mutex
+	clock subscriptions.Clock
+	// The lower bounds of running publishes, which hold back later
+	// publications, and of running subscribes and resumes, which do not
+	// but whose routes catch up on what was dispatched meanwhile.
+	pubs, joins bounds
+	oldestJoin  atomic.Int64 // joins.oldest, for the dispatcher
+	ready       resultHeap
+	release     func([]*subscriptions.PublishResult)
+}
+
+// bounds is a multiset of lower bounds and its least element.
+type bounds struct {
+	n      map[int64]int
+	oldest int64 // MaxInt64 when empty
+}
+
+func (b *bounds) init() { b.n, b.oldest = map[int64]int{}, math.MaxInt64 }
+
+func (b *bounds) add(l int64) {
+	b.n[l]++
+	b.oldest = min(b.oldest, l)
+}
+
+func (b *bounds) remove(l int64) {
+	if b.n[l]--; b.n[l] > 0 {
+		return
+	}
+	delete(b.n, l)
+	if b.oldest == l {
+		b.oldest = math.MaxInt64
+		for t := range b.n {
+			b.oldest = min(b.oldest, t)
+		}
+	}
+}
+
+// beginPub registers a publish about to reach the store and returns its
 // lower bound: the store stamps it later, so above the bound.
-func (q *sequencer) begin() int64 {
+func (q *sequencer) beginPub() int64 {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	l := q.clock.Now()
-	q.pending[l] = struct{}{}
-	if len(q.pending) == 1 {
-		q.oldest = l
-	}
+	q.pubs.add(l)
 	return l
 }
 
-// finish ends the operation begun at l, queues its publication result (if
-// any), and releases, in order, every queued result that no running
-// operation can precede any more.
+// beginJoin registers a subscribe or resume about to reach the store.
+func (q *sequencer) beginJoin() int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	l := q.clock.Now()
+	q.joins.add(l)
+	q.oldestJoin.Store(q.joins.oldest)
+	return l
+}
+
+func (q *sequencer) finishJoin(l int64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.joins.remove(l)
+	q.oldestJoin.Store(q.joins.oldest)
+}
+
+// finish ends the publish begun at l, queues its result (if any), and
+// releases, in order, every queued result that no running publish can
+// precede any more.
 func (q *sequencer) finish(l int64, res *subscriptions.PublishResult) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	delete(q.pending, l)
-	if q.oldest == l {
-		q.oldest = math.MaxInt64
-		for t := range q.pending {
-			q.oldest = min(q.oldest, t)
-		}
-	}
+	q.pubs.remove(l)
 	if res != nil {
 		heap.Push(&q.ready, res)
 	}
 	var out []*subscriptions.PublishResult
-	for q.ready.Len() > 0 && q.ready[0].Pub.Tp < q.oldest {
+	for q.ready.Len() > 0 && q.ready[0].Pub.Tp < q.pubs.oldest {
 		out = append(out, heap.Pop(&q.ready).(*subscriptions.PublishResult))
 	}
 	if len(out) > 0 {

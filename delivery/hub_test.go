@@ -45,6 +45,12 @@ func (k *sink) Lost(sid string) {
 }
 
 func openHub(t *testing.T) (*Hub, *subscriptions.FakeClock) {
+	h, clock, _ := openHubOver(t, nil)
+	return h, clock
+}
+
+// openHubOver is openHub with the store wrapped by wrap, when not nil.
+func openHubOver(t *testing.T, wrap func(subscriptions.Store) subscriptions.Store) (*Hub, *subscriptions.FakeClock, subscriptions.Store) {
 	t.Helper()
 	clock := subscriptions.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
 	cfg := listdb.Config{Clock: clock, Now: clock.Peek}
@@ -52,12 +58,16 @@ func openHub(t *testing.T) (*Hub, *subscriptions.FakeClock) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := New(Config{Store: st, Clock: st.Clock(), Encode: func(p *subscriptions.Publication) []byte { return []byte(p.Pid()) }})
+	var store subscriptions.Store = st
+	if wrap != nil {
+		store = wrap(st)
+	}
+	h := New(Config{Store: store, Clock: st.Clock(), Encode: func(p *subscriptions.Publication) []byte { return []byte(p.Pid()) }})
 	t.Cleanup(func() {
 		h.Close()
 		st.Close()
 	})
-	return h, clock
+	return h, clock, store
 }
 
 // subscribeTo makes a subscription routed to k and returns its sid.
@@ -334,7 +344,7 @@ func TestExpireKeepsRoutesPublicationsStillNeed(t *testing.T) {
 	k := newSink()
 	c := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.MustParse("1.2")}
 	sid := subscribeTo(t, hub, k, "u", c, time.Second)
-	slow := hub.seq.begin() // an older operation still running
+	slow := hub.seq.beginPub() // an older publish still running
 	publishIn(t, hub, c)
 	clock.Advance(5 * time.Second)
 	hub.Expire(clock.Now())
@@ -358,7 +368,7 @@ func TestUnsubscribeKeepsEarlierPublications(t *testing.T) {
 	k := newSink()
 	c := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.MustParse("1.2")}
 	sid := subscribeTo(t, hub, k, "u", c, time.Hour)
-	slow := hub.seq.begin()
+	slow := hub.seq.beginPub()
 	publishIn(t, hub, c)
 	if err := hub.Unsubscribe(ctx, sid, "u"); err != nil {
 		t.Fatal(err)
@@ -368,5 +378,75 @@ func TestUnsubscribeKeepsEarlierPublications(t *testing.T) {
 	hub.Drain()
 	if len(k.got[sid]) != 1 {
 		t.Fatalf("%d notifications, want the one published before the cancel", len(k.got[sid]))
+	}
+}
+
+// gated stops every Subscribe after the store has done it, until the test
+// lets it go on.
+type gated struct {
+	subscriptions.Store
+	stored, resume chan struct{}
+}
+
+func (g *gated) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequest) (*subscriptions.SubscribeResult, error) {
+	res, err := g.Store.Subscribe(ctx, req)
+	g.stored <- struct{}{}
+	<-g.resume
+	return res, err
+}
+
+// TestPublicationsDoNotWaitForSubscribes publishes while a SUBSCRIBE is
+// stored but has not answered: the publication reaches its other
+// subscriber at once, and the new subscription gets it after its answer,
+// exactly once.
+func TestPublicationsDoNotWaitForSubscribes(t *testing.T) {
+	g := &gated{stored: make(chan struct{}), resume: make(chan struct{})}
+	hub, _, _ := openHubOver(t, func(st subscriptions.Store) subscriptions.Store { g.Store = st; return g })
+	c := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.MustParse("1.2")}
+	early := newSink()
+	go func() { <-g.stored; g.resume <- struct{}{} }()
+	earlySid := subscribeTo(t, hub, early, "u", c, time.Hour)
+
+	late := newSink()
+	answered := make(chan int, 1) // notifications late held when answered
+	done := make(chan error, 1)
+	go func() {
+		done <- hub.Subscribe(context.Background(), &subscriptions.SubscribeRequest{Uid: "v", Cell: c, Future: time.Hour}, late,
+			func(*subscriptions.SubscribeResult, string) {
+				late.mu.Lock()
+				answered <- late.n
+				late.mu.Unlock()
+			})
+	}()
+	<-g.stored
+	publishIn(t, hub, c)
+	hub.Drain()
+	early.mu.Lock()
+	n := len(early.got[earlySid])
+	early.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("the publication waited for an unrelated subscribe: %d notifications", n)
+	}
+	g.resume <- struct{}{}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := <-answered; n != 0 {
+		t.Fatalf("%d notifications reached the new subscription before its answer", n)
+	}
+	publishIn(t, hub, c)
+	hub.Drain()
+	late.mu.Lock()
+	defer late.mu.Unlock()
+	if late.n != 2 {
+		t.Fatalf("the new subscription got %d notifications, want the one published while it was answering and the next", late.n)
+	}
+	for _, ns := range late.got {
+		if len(ns) != 2 || ns[0].Seq >= ns[1].Seq {
+			t.Fatalf("notifications out of order: %+v", ns)
+		}
+	}
+	if len(hub.recent) != 0 {
+		t.Fatalf("%d dispatched publications kept once no subscribe runs", len(hub.recent))
 	}
 }
