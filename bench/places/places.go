@@ -14,6 +14,9 @@ import (
 //go:embed ny_places_geonames.csv
 var placesCSV string
 
+//go:embed ny_zipcodes_geonames.csv
+var zipsCSV string
+
 // Place is one populated place.
 type Place struct {
 	Name       string
@@ -45,6 +48,33 @@ func Load() ([]Place, error) {
 		}
 		if pop > 0 {
 			out = append(out, Place{Name: r[1], Population: pop, Lat: lat, Lng: lng})
+		}
+	}
+	return out, nil
+}
+
+// LoadZIPs returns the ZIP code centroids, named "city ZIP", without
+// population. Several ZIP codes share a centroid (PO boxes of one office);
+// each centroid appears once.
+func LoadZIPs() ([]Place, error) {
+	rows, err := csv.NewReader(strings.NewReader(zipsCSV)).ReadAll()
+	if err != nil {
+		return nil, err
+	}
+	seen := map[[2]float64]bool{}
+	var out []Place
+	for i, r := range rows[1:] {
+		if len(r) != 6 {
+			return nil, fmt.Errorf("places: ZIP row %d has %d fields", i+2, len(r))
+		}
+		lat, err1 := strconv.ParseFloat(r[1], 64)
+		lng, err2 := strconv.ParseFloat(r[2], 64)
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("places: ZIP row %d: bad number", i+2)
+		}
+		if k := [2]float64{lat, lng}; !seen[k] {
+			seen[k] = true
+			out = append(out, Place{Name: r[3] + " " + r[0], Lat: lat, Lng: lng})
 		}
 	}
 	return out, nil

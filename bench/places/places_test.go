@@ -43,3 +43,25 @@ func TestSamplerFollowsPopulation(t *testing.T) {
 		t.Fatalf("%.2f of points in the NYC box, want about half", f)
 	}
 }
+
+func TestLoadZIPsOncePerCentroid(t *testing.T) {
+	zs, err := LoadZIPs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 2,232 rows, some sharing a post office's centroid.
+	if len(zs) < 1500 || len(zs) > 2232 {
+		t.Fatalf("%d ZIP centroids", len(zs))
+	}
+	seen := map[[2]float64]bool{}
+	for _, z := range zs {
+		k := [2]float64{z.Lat, z.Lng}
+		if seen[k] {
+			t.Fatalf("centroid %v twice", k)
+		}
+		seen[k] = true
+		if z.Lat < 40 || z.Lat > 45.1 || z.Lng < -80 || z.Lng > -71.8 {
+			t.Fatalf("%s at (%g, %g) is outside New York", z.Name, z.Lat, z.Lng)
+		}
+	}
+}

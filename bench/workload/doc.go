@@ -1,0 +1,17 @@
+// Package workload generates the moving-user workloads of the thesis's
+// experiments (section 4.7) over real New York geography, and reads and
+// writes them as trace files so a run can be repeated exactly.
+//
+// A workload is a sequence of operations, each with an offset from the
+// start. Users start where people live (New York places weighted by
+// population, with a scatter, mixed with ZIP code centroids) and walk at
+// random; a SUBSCRIBE is a user who has just walked into a new cell, a
+// PUBLISH an incident (accident, fire, roadwork, …) reported where a user
+// stands. The same Config and seed always give the same operations.
+//
+// Cells come from a flat 500×500 grid, from a quad tree of depth d with a
+// level drawn with probability ∝ 1/2^(d−i), or from circles of radius 4R,
+// 2R, R, R/2 or R/4 mapped to the smallest quad-tree cell holding them.
+//
+// The trace format is documented in trace.go.
+package workload

@@ -1,0 +1,299 @@
+package workload
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand"
+	"strconv"
+	"time"
+
+	"github.com/seed84792017/cellcast/bench/places"
+	"github.com/seed84792017/cellcast/dewey"
+)
+
+// Kind is an operation's type.
+type Kind byte
+
+const (
+	Subscribe Kind = 'S'
+	Publish   Kind = 'P'
+)
+
+// Op is one operation.
+type Op struct {
+	Kind Kind
+	At   time.Duration // from the start of the run
+	Uid  string
+	Cell dewey.ID
+	// Where the user stands, and for circle workloads the circle's radius
+	// (0 otherwise); Cell is derived from them.
+	Lat, Lng, RadiusM float64
+	SelfJoin          bool
+	Past, Future      time.Duration // SUBSCRIBE
+	Expires           time.Duration // PUBLISH
+	Desc              string        // PUBLISH
+}
+
+// Space is how locations become cells.
+type Space string
+
+const (
+	Grid   Space = "grid"   // 500×500 flat grid
+	Quad   Space = "quad"   // quad tree of Depth, levels ∝ 1/2^(Depth−i)
+	Circle Space = "circle" // circles of radius {4,2,1,½,¼}·Radius
+)
+
+// Config shapes a workload. Zero fields take the thesis's defaults.
+type Config struct {
+	Seed  int64
+	Ops   int // operations (default 1,000,000)
+	Users int // moving users (default 10,000)
+	// SubsPerPub is the subscription:publication ratio: 3 for
+	// subscription-heavy, 1/3 for publication-heavy (default 1).
+	SubsPerPub   float64
+	Past, Future time.Duration // windows of every SUBSCRIBE (default 10 s each)
+	Expires      time.Duration // lifetime of every publication (default 20 s)
+	Space        Space         // default Grid
+	GridSize     int           // cells per side of the grid (default 500)
+	Depth        int           // quad tree depth (default 5)
+	Level        int           // Quad only: every operation at this level (0: drawn)
+	Radius       float64       // Circle: R in metres (default 2,000)
+	SelfJoin     float64       // share of operations that are self-joins
+	Rate         float64       // operations per second, for At (default 100,000)
+	ZIPShare     float64       // share of users starting at a ZIP centroid (default 0.2)
+	Step         float64       // metres per walk step (default 300)
+}
+
+// ErrConfig is returned for a Config that cannot make a workload.
+var ErrConfig = errors.New("workload: bad config")
+
+func (c Config) withDefaults() (Config, error) {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	deff := func(v *float64, d float64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	defd := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.Ops, 1_000_000)
+	def(&c.Users, 10_000)
+	def(&c.GridSize, 500)
+	def(&c.Depth, 5)
+	deff(&c.SubsPerPub, 1)
+	deff(&c.Radius, 2000)
+	deff(&c.Rate, 100_000)
+	deff(&c.ZIPShare, 0.2)
+	deff(&c.Step, 300)
+	defd(&c.Past, 10*time.Second)
+	defd(&c.Future, 10*time.Second)
+	defd(&c.Expires, 20*time.Second)
+	if c.Space == "" {
+		c.Space = Grid
+	}
+	for _, f := range []float64{c.SubsPerPub, c.Radius, c.Rate, c.Step, c.SelfJoin, c.ZIPShare} {
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return c, fmt.Errorf("%w: %g is not a finite number", ErrConfig, f)
+		}
+	}
+	switch {
+	case c.Ops < 0, c.Users < 0, c.GridSize < 0, c.Depth < 0, c.Level < 0:
+		return c, fmt.Errorf("%w: negative count", ErrConfig)
+	case c.SubsPerPub < 0, c.Radius < 0, c.Rate < 0, c.Step < 0, c.Past < 0, c.Future < 0, c.Expires < 0:
+		return c, fmt.Errorf("%w: negative ratio, radius, rate, step or window", ErrConfig)
+	case c.SelfJoin < 0 || c.SelfJoin > 1 || c.ZIPShare < 0 || c.ZIPShare > 1:
+		return c, fmt.Errorf("%w: shares must lie in [0, 1]", ErrConfig)
+	case c.Space != Grid && c.Space != Quad && c.Space != Circle:
+		return c, fmt.Errorf("%w: space %q (want grid, quad or circle)", ErrConfig, c.Space)
+	case c.Depth > dewey.MaxGeoDepth:
+		return c, fmt.Errorf("%w: depth %d above %d", ErrConfig, c.Depth, dewey.MaxGeoDepth)
+	case c.Level > c.Depth:
+		return c, fmt.Errorf("%w: level %d below the tree's depth %d", ErrConfig, c.Level, c.Depth)
+	}
+	return c, nil
+}
+
+// incidents are the kinds of publication.
+var incidents = []string{"accident", "fire", "roadwork", "flood", "power outage", "police activity", "fallen tree", "traffic jam", "gas leak", "road closed"}
+
+type user struct {
+	uid      string
+	lat, lng float64
+	near     string // the place the user started from, for descriptions
+	leaf     string // the finest cell the user is in, to tell moves
+}
+
+// Generator makes a workload's operations one by one.
+type Generator struct {
+	cfg     Config
+	rng     *rand.Rand
+	sampler *places.Sampler
+	zips    []places.Place
+	grid    *dewey.Grid
+	tree    *dewey.QuadTree
+	users   []user
+	cumLvl  []float64 // Quad: cumulative level weights
+	n       int
+}
+
+// New returns a generator for cfg.
+func New(cfg Config) (*Generator, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	ps, err := places.Load()
+	if err != nil {
+		return nil, err
+	}
+	zs, err := places.LoadZIPs()
+	if err != nil {
+		return nil, err
+	}
+	g := &Generator{cfg: cfg, rng: rand.New(rand.NewSource(cfg.Seed)), sampler: places.NewSampler(ps), zips: zs}
+	if g.grid, err = dewey.NewGrid(dewey.NewYorkState, cfg.GridSize, cfg.GridSize); err != nil {
+		return nil, err
+	}
+	depth := cfg.Depth
+	if cfg.Space == Circle {
+		depth = dewey.MaxGeoDepth
+	}
+	if g.tree, err = dewey.NewQuadTree(dewey.NewYorkState, depth); err != nil {
+		return nil, err
+	}
+	total := 0.0
+	for i := 1; i <= cfg.Depth; i++ {
+		total += 1 / math.Pow(2, float64(cfg.Depth-i))
+		g.cumLvl = append(g.cumLvl, total)
+	}
+	g.users = make([]user, cfg.Users)
+	for i := range g.users {
+		u := &g.users[i]
+		u.uid = "u" + strconv.Itoa(i)
+		u.lat, u.lng, u.near = g.start()
+		u.leaf = g.leaf(u.lat, u.lng)
+	}
+	return g, nil
+}
+
+// Config is the generator's configuration with its defaults filled in.
+func (g *Generator) Config() Config { return g.cfg }
+
+// Tree is the quad tree the cells come from (for Quad and Circle).
+func (g *Generator) Tree() *dewey.QuadTree { return g.tree }
+
+// start draws a starting point inside the map.
+func (g *Generator) start() (lat, lng float64, near string) {
+	box := g.tree.Box()
+	for {
+		if g.rng.Float64() < g.cfg.ZIPShare {
+			z := &g.zips[g.rng.Intn(len(g.zips))]
+			lat, lng = places.Scatter(g.rng, z.Lat, z.Lng, 0.002)
+			near = z.Name
+		} else {
+			p := g.sampler.Place(g.rng)
+			lat, lng = places.Scatter(g.rng, p.Lat, p.Lng, places.Spread(p.Population))
+			near = p.Name
+		}
+		if box.Contains(lat, lng) {
+			return lat, lng, near
+		}
+	}
+}
+
+// leaf names the finest cell holding a point: moving out of it is a move.
+func (g *Generator) leaf(lat, lng float64) string {
+	var id dewey.ID
+	if g.cfg.Space == Grid {
+		id, _ = g.grid.Cell(lat, lng)
+	} else {
+		id, _ = g.tree.Cell(lat, lng, g.cfg.Depth)
+	}
+	return id.String()
+}
+
+// walk moves u until it enters a new cell (at most 64 steps: a user in a
+// large cell may stay in it).
+func (g *Generator) walk(u *user) {
+	box := g.tree.Box()
+	deg := g.cfg.Step / 111_320 // metres to degrees of latitude
+	for range 64 {
+		a := g.rng.Float64() * 2 * math.Pi
+		lat := u.lat + deg*math.Sin(a)
+		lng := u.lng + deg*math.Cos(a)/math.Cos(u.lat*math.Pi/180)
+		if !box.Contains(lat, lng) {
+			continue
+		}
+		u.lat, u.lng = lat, lng
+		if l := g.leaf(lat, lng); l != u.leaf {
+			u.leaf = l
+			return
+		}
+	}
+}
+
+// cell maps where u stands to the operation's cell (and radius).
+func (g *Generator) cell(u *user) (dewey.ID, float64) {
+	switch g.cfg.Space {
+	case Quad:
+		level := g.cfg.Level
+		if level == 0 {
+			x := g.rng.Float64() * g.cumLvl[len(g.cumLvl)-1]
+			level = 1
+			for level < len(g.cumLvl) && x >= g.cumLvl[level-1] {
+				level++
+			}
+		}
+		id, _ := g.tree.Cell(u.lat, u.lng, level)
+		return id, 0
+	case Circle:
+		r := g.cfg.Radius * []float64{4, 2, 1, 0.5, 0.25}[g.rng.Intn(5)]
+		// Cannot fail: the centre is inside (start and walk see to it) and
+		// the radius finite and positive (withDefaults).
+		id, _ := g.tree.CircleCell(u.lat, u.lng, r)
+		return id, r
+	}
+	id, _ := g.grid.Cell(u.lat, u.lng)
+	return id, 0
+}
+
+// Next returns the next operation, and false once Ops have been made.
+func (g *Generator) Next() (Op, bool) {
+	if g.n >= g.cfg.Ops {
+		return Op{}, false
+	}
+	at := time.Duration(math.Round(float64(g.n) * float64(time.Second) / g.cfg.Rate))
+	g.n++
+	u := &g.users[g.rng.Intn(len(g.users))]
+	op := Op{At: at, Uid: u.uid, SelfJoin: g.rng.Float64() < g.cfg.SelfJoin}
+	if g.rng.Float64() < g.cfg.SubsPerPub/(1+g.cfg.SubsPerPub) {
+		g.walk(u)
+		op.Kind, op.Past, op.Future = Subscribe, g.cfg.Past, g.cfg.Future
+	} else {
+		op.Kind, op.Expires = Publish, g.cfg.Expires
+		op.Desc = incidents[g.rng.Intn(len(incidents))] + " near " + u.near
+	}
+	op.Lat, op.Lng = u.lat, u.lng
+	op.Cell, op.RadiusM = g.cell(u)
+	return op, true
+}
+
+// All returns every operation.
+func (g *Generator) All() []Op {
+	var ops []Op
+	for {
+		op, ok := g.Next()
+		if !ok {
+			return ops
+		}
+		ops = append(ops, op)
+	}
+}
