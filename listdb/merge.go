@@ -3,9 +3,9 @@ package listdb
 import (
 	"encoding/binary"
 	"fmt"
-	"time"
 
 	"github.com/seed84792017/cellcast/lsm"
+	"github.com/seed84792017/cellcast/subscriptions"
 )
 
 // Merger concatenates fragments newer first under one combined header.
@@ -61,9 +61,9 @@ type ExpiryFilter struct {
 	InFlight func() int64
 }
 
-// ExpiryGrace is how long past its Tmax a record stays: a margin for
-// clocks, as operations in flight are accounted for exactly.
-const ExpiryGrace = int64(time.Second)
+// ExpiryGrace is how long past its Tmax a record stays: an ended
+// subscription can be replayed that long (subscriptions.ResumeGrace).
+const ExpiryGrace = int64(subscriptions.ResumeGrace)
 
 // Filter implements lsm.CompactionFilter.
 func (f *ExpiryFilter) Filter(_ int, _ []byte, _ lsm.Kind, v []byte) (lsm.FilterDecision, []byte) {

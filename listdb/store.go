@@ -740,9 +740,9 @@ func (st *Store) Unsubscribe(ctx context.Context, sid string) error {
 	return st.write(Subs, keys, EncodeCancel(now, found.Ts, found.Tmax), now)
 }
 
-// find returns the subscription sid if it is live at now, and the keys
-// it is stored under.
-func (st *Store) find(sid string, now int64) (subscriptions.Subscription, [][]byte, error) {
+// find returns the subscription sid if it is uncancelled and live at
+// liveAt, and the keys it is stored under.
+func (st *Store) find(sid string, liveAt int64) (subscriptions.Subscription, [][]byte, error) {
 	var s subscriptions.Subscription
 	ts, cell, err := subscriptions.ParseID(sid)
 	if err != nil {
@@ -782,7 +782,7 @@ func (st *Store) find(sid string, now int64) (subscriptions.Subscription, [][]by
 	if err != nil {
 		return s, nil, err
 	}
-	if found == nil || cancelled || found.Tmax < now {
+	if found == nil || cancelled || found.Tmax < liveAt {
 		return s, nil, fmt.Errorf("%w: %s", subscriptions.ErrUnknownSid, sid)
 	}
 	s, err = found.Subscription()
@@ -812,7 +812,7 @@ func (st *Store) Lookup(ctx context.Context, sid string) (subscriptions.Subscrip
 func (st *Store) Replay(ctx context.Context, sid string, after int64) (*subscriptions.ReplayResult, error) {
 	now := st.stamp()
 	defer st.cfg.inflight.end(now)
-	s, _, err := st.find(sid, now)
+	s, _, err := st.find(sid, now-int64(subscriptions.ResumeGrace))
 	if err != nil {
 		return nil, err
 	}

@@ -28,7 +28,7 @@ func (o *Oracle) prune(now int64) {
 	}
 	subs := o.subs[:0]
 	for _, s := range o.subs {
-		if s.Tmax >= now {
+		if s.Tmax >= now-int64(ResumeGrace) {
 			subs = append(subs, s)
 		} else {
 			delete(o.cancel, s.Sid())
@@ -124,7 +124,8 @@ func (o *Oracle) Unsubscribe(_ context.Context, sid string) error {
 	return nil
 }
 
-// live finds the live subscription sid at now. o.mu is held.
+// live finds the subscription sid, uncancelled and live at now. o.mu is
+// held.
 func (o *Oracle) live(sid string, now int64) (*Subscription, error) {
 	if _, _, err := ParseID(sid); err != nil {
 		return nil, err
@@ -151,7 +152,7 @@ func (o *Oracle) Replay(_ context.Context, sid string, after int64) (*ReplayResu
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	now := o.clock.Now()
-	s, err := o.live(sid, now)
+	s, err := o.live(sid, now-int64(ResumeGrace))
 	if err != nil {
 		return nil, err
 	}

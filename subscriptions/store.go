@@ -64,13 +64,20 @@ type Store interface {
 	// Lookup returns the live subscription sid: ErrUnknownSid when it
 	// never existed, was cancelled or has ended.
 	Lookup(ctx context.Context, sid string) (Subscription, error)
-	// Replay returns the live subscription sid and the publications it was
-	// notified of (see Notified) that are stamped after `after` and have
-	// not expired, oldest first. Its stamp Now bounds them: every later
-	// notification comes from a Publish stamped after Now.
+	// Replay returns the subscription sid, live or ended less than
+	// ResumeGrace ago, and the publications it was notified of (see
+	// Notified) that are stamped after `after` and have not expired,
+	// oldest first. Its stamp Now bounds them: every later notification
+	// comes from a Publish stamped after Now.
 	Replay(ctx context.Context, sid string, after int64) (*ReplayResult, error)
 	Close() error
 }
+
+// ResumeGrace is how long after its end a subscription can still be
+// replayed: a client that lost its connection just before its
+// subscription ended still gets what it was owed. (Stores keep ended
+// records at least this long.)
+const ResumeGrace = time.Second
 
 // ReplayResult is what Replay found.
 type ReplayResult struct {

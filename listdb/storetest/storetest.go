@@ -453,3 +453,39 @@ func ClockFloor(t *testing.T, open Opener) {
 		t.Fatalf("after a restart: stamp %d after %d, %v", res.Pub.Tp, last, err)
 	}
 }
+
+// ResumeGrace checks that an ended subscription can be replayed for
+// subscriptions.ResumeGrace after its end, compaction or not, and not
+// after.
+func ResumeGrace(t *testing.T, open Opener) {
+	r := newRun(t, open, 2, false)
+	defer func() { r.store.Close() }()
+	ctx := context.Background()
+	c := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{1, 2}}
+	sub, err := r.store.Subscribe(ctx, &subscriptions.SubscribeRequest{Uid: "u", Cell: c, Future: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.store.Publish(ctx, &subscriptions.PublishRequest{Uid: "p", Cell: c, Expires: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	sid := sub.Sub.Sid()
+	r.sc.Advance(subscriptions.ResumeGrace/2 + time.Second)
+	if err := r.store.Backend().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.store.Backend().Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.store.Replay(ctx, sid, 0)
+	if err != nil || len(res.Pubs) != 1 {
+		t.Fatalf("replay just after the end: %+v, %v", res, err)
+	}
+	if _, err := r.store.Lookup(ctx, sid); !errors.Is(err, subscriptions.ErrUnknownSid) {
+		t.Fatalf("lookup of an ended subscription: %v", err)
+	}
+	r.sc.Advance(subscriptions.ResumeGrace)
+	if _, err := r.store.Replay(ctx, sid, 0); !errors.Is(err, subscriptions.ErrUnknownSid) {
+		t.Fatalf("replay past the grace: %v", err)
+	}
+}
