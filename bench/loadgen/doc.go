@@ -1,0 +1,18 @@
+// Package loadgen drives a running broker with a workload: subscribers over
+// WebSocket (many users per connection), publishers over NATS or
+// WebSocket, open-loop on the workload's schedule or closed-loop flat out.
+// It measures throughput and publish→notify latency (HDR histogram, from
+// each publication's scheduled time, so a stalled broker cannot hide its
+// backlog), and checks completeness: the operations, with the stamps the
+// broker gave them, are replayed through the in-memory matching oracle,
+// and every expected past result and notification must have arrived
+// exactly once, with nothing unexpected.
+//
+// With DropEvery, a random subscriber connection is cut that often (after
+// its requests in flight are answered) and redialled, and each of its
+// subscriptions resumed from the last sequence number it saw: completeness
+// must still hold.
+//
+// cmd/loadgen is the command line; the package is separate so tests run it
+// against an in-process broker.
+package loadgen

@@ -1,0 +1,428 @@
+package loadgen
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math/rand"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/seed84792017/cellcast/bench/workload"
+)
+
+// Config shapes a run.
+type Config struct {
+	WSURL      string // the broker's WebSocket endpoint, ws://host:port/ws
+	NATSURL    string // publish over NATS here; empty: over WebSocket
+	MetricsURL string // the broker's /metrics, scraped for RSS and lsm stats; empty: none
+	Ops        []workload.Op
+	// Closed runs flat out, Window requests in flight per connection;
+	// otherwise each operation is sent at its offset (times Slowdown).
+	Closed   bool
+	Slowdown float64 // default 1
+	Conns    int     // subscriber connections (default 16)
+	PubConns int     // publisher connections (default 4)
+	Window   int     // requests in flight per connection (default 64)
+	// DropEvery cuts a random subscriber connection this often and resumes
+	// its subscriptions on a new one (0: never).
+	DropEvery time.Duration
+	Seed      int64
+	// Progress gets a line every ProgressEvery (default 1 s); nil: none.
+	Progress      io.Writer
+	ProgressEvery time.Duration
+	// Settle is how long to wait, after the last reply, for notifications
+	// still on their way: until this passes without one (default 1 s).
+	Settle time.Duration
+}
+
+func (c *Config) withDefaults() error {
+	if c.WSURL == "" {
+		return errors.New("loadgen: no WebSocket URL")
+	}
+	if c.Slowdown == 0 {
+		c.Slowdown = 1
+	}
+	if c.Conns == 0 {
+		c.Conns = 16
+	}
+	if c.PubConns == 0 {
+		c.PubConns = 4
+	}
+	if c.Window == 0 {
+		c.Window = 64
+	}
+	if c.ProgressEvery == 0 {
+		c.ProgressEvery = time.Second
+	}
+	if c.Settle == 0 {
+		c.Settle = time.Second
+	}
+	if c.Slowdown < 0 || c.Conns < 0 || c.PubConns < 0 || c.Window < 0 || c.DropEvery < 0 {
+		return errors.New("loadgen: negative slowdown, connection count, window or drop interval")
+	}
+	return nil
+}
+
+// reply is what the broker answers; only what the run needs.
+type reply struct {
+	ID        string `json:"id"`
+	Op        string `json:"op"`
+	Sid       string `json:"sid"`
+	Pid       string `json:"pid"`
+	ExpiresAt string `json:"expires_at"`
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	Results   []struct {
+		Pid string `json:"pid"`
+	} `json:"results"`
+}
+
+// task is an operation on its way, or a cut for a subscriber connection.
+type task struct {
+	op    *workload.Op
+	index int   // into the run's records
+	due   int64 // scheduled time, unix ns; 0: when sent (closed loop)
+	cut   bool
+}
+
+// sent stamps a closed-loop task as it leaves.
+func (t *task) sent() {
+	if t.due == 0 {
+		t.due = time.Now().UnixNano()
+	}
+}
+
+// subRec and pubRec are what the replies told.
+type subRec struct {
+	op      *workload.Op
+	sid     string
+	ts      int64
+	tmax    int64
+	results []int64 // stamps of the past results
+	ok      bool
+}
+
+type pubRec struct {
+	op  *workload.Op
+	tp  int64
+	due int64
+	ok  bool
+}
+
+// note is a notification as it arrived.
+type note struct {
+	ts, tp, at int64
+}
+
+type run struct {
+	cfg   Config
+	start time.Time
+	subs  []subRec // by task index, written once by the reply's callback
+	pubs  []pubRec
+	mu    sync.Mutex // guards errs and cuts
+	errs  map[string]int
+	cuts  map[string]int // connections the broker closed, by reason
+
+	sent, answered, notes atomic.Int64
+	drops, resumes        atomic.Int64
+	replyLat              *histo
+	pubDone               *sync.WaitGroup // publishers done with their tasks
+	exited                sync.WaitGroup  // serve loops returned
+	quit                  chan struct{}   // closed once the run settled
+	reconnecting          atomic.Int32    // connections the broker closed, not yet resumed
+}
+
+// Run runs cfg's operations against the broker and reports.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.withDefaults(); err != nil {
+		return nil, err
+	}
+	r := &run{cfg: cfg, errs: map[string]int{}, cuts: map[string]int{}, replyLat: newHisto(), quit: make(chan struct{})}
+	r.subs = make([]subRec, len(cfg.Ops))
+	r.pubs = make([]pubRec, len(cfg.Ops))
+	conns := make([]*wsConn, cfg.Conns)
+	for i := range conns {
+		c, err := dialWS(r, cfg.WSURL)
+		if err != nil {
+			closeAll(conns)
+			return nil, err
+		}
+		conns[i] = c
+	}
+	defer closeAll(conns)
+	pubs, closePubs, err := r.publishers()
+	if err != nil {
+		return nil, err
+	}
+	defer closePubs()
+
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Add(1)
+		r.exited.Add(1)
+		go c.serve(ctx, wg.Done)
+	}
+	stopProgress := r.progress()
+	r.start = time.Now()
+	dropTick := func() <-chan time.Time { return nil }
+	if cfg.DropEvery > 0 {
+		t := time.NewTicker(cfg.DropEvery)
+		defer t.Stop()
+		dropTick = func() <-chan time.Time { return t.C }
+	}
+	rng := rand.New(rand.NewSource(cfg.Seed))
+	for i := range cfg.Ops {
+		op := &cfg.Ops[i]
+		var due int64 // closed loop: stamped when sent
+		if !cfg.Closed {
+			at := r.start.Add(time.Duration(float64(op.At) * cfg.Slowdown))
+			for wait := time.Until(at); wait > 0; wait = time.Until(at) {
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-dropTick():
+					conns[rng.Intn(len(conns))].tasks <- task{cut: true}
+				case <-time.After(wait):
+				}
+			}
+			due = at.UnixNano()
+		} else {
+			select {
+			case <-dropTick():
+				conns[rng.Intn(len(conns))].tasks <- task{cut: true}
+			default:
+			}
+		}
+		t := task{op: op, index: i, due: due}
+		if op.Kind == workload.Subscribe {
+			conns[shard(op.Uid, len(conns))].tasks <- t
+		} else {
+			pubs <- t
+		}
+	}
+	close(pubs)
+	for _, c := range conns {
+		close(c.tasks)
+	}
+	wg.Wait()
+	r.waitPublishers()
+	// Notifications still on their way: until Settle passes without one
+	// and with every connection up.
+	for last := r.notes.Load(); ; {
+		time.Sleep(r.cfg.Settle)
+		n := r.notes.Load()
+		if n == last && r.reconnecting.Load() == 0 {
+			break
+		}
+		last = n
+	}
+	elapsed := time.Since(r.start)
+	close(r.quit)
+	r.exited.Wait()
+	stopProgress()
+	var notes []note
+	for _, c := range conns {
+		c.stop()
+		notes = append(notes, c.notes...)
+	}
+	return r.report(elapsed, notes)
+}
+
+func shard(uid string, n int) int {
+	h := fnv.New32a()
+	h.Write([]byte(uid))
+	return int(h.Sum32() % uint32(n))
+}
+
+func (r *run) brokerCut(why string) {
+	r.mu.Lock()
+	r.cuts[why]++
+	r.mu.Unlock()
+}
+
+func (r *run) fail(what string) {
+	r.mu.Lock()
+	r.errs[what]++
+	r.mu.Unlock()
+}
+
+// subscribed files a SUBSCRIBE's reply.
+func (r *run) subscribed(t task, rep *reply) {
+	r.answered.Add(1)
+	r.replyLat.record(time.Now().UnixNano() - t.due)
+	if rep.Op != "subscribed" {
+		r.fail("subscribe: " + rep.Code + ": " + rep.Message)
+		return
+	}
+	s := &r.subs[t.index]
+	s.op, s.sid, s.ts, s.tmax, s.ok = t.op, rep.Sid, stamp(rep.Sid), parseTime(rep.ExpiresAt), true
+	for _, p := range rep.Results {
+		s.results = append(s.results, stamp(p.Pid))
+	}
+}
+
+// published files a PUBLISH's reply.
+func (r *run) published(t task, rep *reply) {
+	r.answered.Add(1)
+	r.replyLat.record(time.Now().UnixNano() - t.due)
+	if rep.Op != "published" {
+		r.fail("publish: " + rep.Code + ": " + rep.Message)
+		return
+	}
+	r.pubs[t.index] = pubRec{op: t.op, tp: stamp(rep.Pid), due: t.due, ok: true}
+}
+
+// request renders op as the broker's JSON request.
+func request(op *workload.Op, id string) []byte {
+	m := map[string]any{"uid": op.Uid, "cell": op.Cell.String()}
+	if id != "" {
+		m["id"] = id
+	}
+	if op.SelfJoin {
+		m["self_join"] = true
+	}
+	if op.Kind == workload.Subscribe {
+		m["op"], m["past"], m["future"] = "subscribe", op.Past.String(), op.Future.String()
+	} else {
+		m["op"], m["expires"], m["desc"] = "publish", op.Expires.String(), op.Desc
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// publishers starts the goroutines that publish, over NATS or WebSocket,
+// and returns the channel that feeds them.
+func (r *run) publishers() (chan task, func(), error) {
+	ch := make(chan task, 1<<16)
+	r.pubDone = &sync.WaitGroup{}
+	if r.cfg.NATSURL == "" {
+		conns := make([]*wsConn, r.cfg.PubConns)
+		for i := range conns {
+			c, err := dialWS(r, r.cfg.WSURL)
+			if err != nil {
+				closeAll(conns)
+				return nil, nil, err
+			}
+			conns[i] = c
+			c.tasks = ch // they share the publications
+			r.pubDone.Add(1)
+			r.exited.Add(1)
+			go c.serve(context.Background(), r.pubDone.Done)
+		}
+		return ch, func() { closeAll(conns) }, nil
+	}
+	var ncs []*nats.Conn
+	closeNATS := func() {
+		for _, nc := range ncs {
+			nc.Close()
+		}
+	}
+	for range r.cfg.PubConns {
+		nc, err := nats.Connect(r.cfg.NATSURL, nats.Name("cellcast-loadgen"))
+		if err != nil {
+			closeNATS()
+			return nil, nil, fmt.Errorf("loadgen: NATS: %w", err)
+		}
+		ncs = append(ncs, nc)
+		for range r.cfg.Window {
+			r.pubDone.Add(1)
+			go func() {
+				defer r.pubDone.Done()
+				for t := range ch {
+					t.sent()
+					r.sent.Add(1)
+					m, err := nc.Request("cellcast.publish", request(t.op, ""), 10*time.Second)
+					rep := &reply{}
+					if err == nil {
+						err = json.Unmarshal(m.Data, rep)
+					}
+					if err != nil {
+						rep = &reply{Op: "error", Code: "transport", Message: err.Error()}
+					}
+					r.published(t, rep)
+				}
+			}()
+		}
+	}
+	return ch, closeNATS, nil
+}
+
+func (r *run) waitPublishers() { r.pubDone.Wait() }
+
+// progress prints a line every ProgressEvery until stopped.
+func (r *run) progress() func() {
+	if r.cfg.Progress == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(r.cfg.ProgressEvery)
+		defer t.Stop()
+		var lastNotes int64
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			n := r.notes.Load()
+			line := fmt.Sprintf("%6.1fs  ops %d/%d  answered %d  notifications %d (%.0f/s)  drops %d  errors %d",
+				time.Since(r.start).Seconds(), r.sent.Load(), len(r.cfg.Ops), r.answered.Load(), n,
+				float64(n-lastNotes)/r.cfg.ProgressEvery.Seconds(), r.drops.Load(), r.errorCount())
+			if m, err := scrape(r.cfg.MetricsURL); err == nil && m.RSSMiB > 0 {
+				line += fmt.Sprintf("  broker RSS %.0f MiB", m.RSSMiB)
+			}
+			fmt.Fprintln(r.cfg.Progress, line)
+			lastNotes = n
+		}
+	}()
+	return func() { close(done); <-stopped }
+}
+
+func (r *run) errorCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, k := range r.errs {
+		n += k
+	}
+	return n
+}
+
+// stamp is the stamp of an id (sid or pid): base-36 digits before the
+// first '-'.
+func stamp(id string) int64 {
+	var t int64
+	for i := 0; i < len(id); i++ {
+		switch ch := id[i]; {
+		case ch >= '0' && ch <= '9':
+			t = t*36 + int64(ch-'0')
+		case ch >= 'a' && ch <= 'z':
+			t = t*36 + int64(ch-'a'+10)
+		default:
+			return t
+		}
+	}
+	return t
+}
+
+func parseTime(s string) int64 {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// itoa is strconv.Itoa, named for the request ids.
+func itoa(n int) string { return strconv.Itoa(n) }

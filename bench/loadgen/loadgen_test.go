@@ -1,0 +1,126 @@
+package loadgen
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seed84792017/cellcast/bench/workload"
+	"github.com/seed84792017/cellcast/broker"
+	"github.com/seed84792017/cellcast/dewey"
+)
+
+func startBroker(t *testing.T) *broker.Broker {
+	t.Helper()
+	b, err := broker.Start(broker.Config{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0",
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Shutdown(context.Background()) })
+	return b
+}
+
+// smallWorkload lasts 3 s. Publications outlive it, so a cut connection
+// can be resumed however far behind a loaded machine leaves the broker.
+func smallWorkload(t *testing.T, seed int64, n int) []workload.Op {
+	t.Helper()
+	g, err := workload.New(workload.Config{Seed: seed, Ops: n, Users: 300, Space: workload.Quad, Depth: 6, Rate: 2000,
+		Past: 2 * time.Second, Future: 3 * time.Second, Expires: 30 * time.Second, SelfJoin: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g.All()
+}
+
+func check(t *testing.T, rep *Report) {
+	t.Helper()
+	c := rep.Completeness
+	t.Logf("%d ops, %d notifications, %d past results, %d drops, %d resumes, latency %+v", rep.Ops, rep.Notifications, rep.PastResults, rep.Drops, rep.Resumes, rep.Latency)
+	// A connection the broker cut (a slow consumer, when the test shares
+	// the CPU with the broker) loses the replies in flight: those requests
+	// have no known outcome, and nothing else may go wrong.
+	for e := range rep.Errors {
+		if len(rep.BrokerCuts) == 0 || !strings.Contains(e, ": transport: ") {
+			t.Fatalf("errors %v (broker cuts %v)", rep.Errors, rep.BrokerCuts)
+		}
+	}
+	if !c.OK() {
+		t.Fatalf("incomplete: %+v", c)
+	}
+	if c.ExpectedLive == 0 || c.ExpectedPast == 0 || rep.Notifications < c.ExpectedLive || rep.Latency.N == 0 {
+		t.Fatalf("a run that proves nothing: %+v, %d notifications", c, rep.Notifications)
+	}
+	lost := 0
+	for _, n := range rep.Errors {
+		lost += n
+	}
+	if rep.Subscribes+rep.Publishes+lost != rep.Ops {
+		t.Fatalf("%d subscribes and %d publishes answered of %d", rep.Subscribes, rep.Publishes, rep.Ops)
+	}
+}
+
+// TestOpenLoopWithDroppedConnections publishes over NATS on the schedule
+// while subscriber connections are cut and resumed: nothing may be lost.
+func TestOpenLoopWithDroppedConnections(t *testing.T) {
+	b := startBroker(t)
+	rep, err := Run(context.Background(), Config{WSURL: "ws://" + b.HTTPAddr() + "/ws", NATSURL: b.NATSURL(),
+		MetricsURL: "http://" + b.HTTPAddr() + "/metrics", Ops: smallWorkload(t, 1, 6000), Conns: 4, DropEvery: 200 * time.Millisecond, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, rep)
+	if rep.Drops < 5 || rep.Resumes == 0 {
+		t.Fatalf("%d drops, %d resumes: the cuts did not happen", rep.Drops, rep.Resumes)
+	}
+	if rep.Broker == nil || rep.Broker.RSSMiB <= 0 || len(rep.Broker.LSM) == 0 {
+		t.Fatalf("nothing scraped from /metrics: %+v", rep.Broker)
+	}
+}
+
+// TestClosedLoopOverWebSocket runs flat out with publishers on WebSocket.
+func TestClosedLoopOverWebSocket(t *testing.T) {
+	b := startBroker(t)
+	rep, err := Run(context.Background(), Config{WSURL: "ws://" + b.HTTPAddr() + "/ws", Ops: smallWorkload(t, 2, 4000), Closed: true, Conns: 3, PubConns: 2, Window: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, rep)
+}
+
+// TestCompletenessCatchesLoss feeds the report a hand-made run: one
+// subscription, three publications in its cell, of which one notification
+// is missing, one arrives twice and one that was never due arrives.
+func TestCompletenessCatchesLoss(t *testing.T) {
+	cellID := dewey.MustParse("1.2")
+	sub := &workload.Op{Kind: workload.Subscribe, Uid: "u", Cell: cellID, Past: time.Second, Future: time.Minute}
+	pub := &workload.Op{Kind: workload.Publish, Uid: "p", Cell: cellID, Expires: time.Minute}
+	elsewhere := &workload.Op{Kind: workload.Publish, Uid: "p", Cell: dewey.MustParse("1.3"), Expires: time.Minute}
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	r := &run{cfg: Config{Ops: make([]workload.Op, 5)}, errs: map[string]int{}, cuts: map[string]int{}, replyLat: newHisto()}
+	r.subs = make([]subRec, 5)
+	r.pubs = make([]pubRec, 5)
+	r.pubs[0] = pubRec{op: pub, tp: base, ok: true} // before the subscription: a past result
+	r.subs[1] = subRec{op: sub, sid: "s", ts: base + 10, ok: true}
+	r.pubs[2] = pubRec{op: pub, tp: base + 20, ok: true}
+	r.pubs[3] = pubRec{op: pub, tp: base + 30, ok: true}
+	r.pubs[4] = pubRec{op: elsewhere, tp: base + 40, ok: true}
+	notes := []note{{ts: base + 10, tp: base + 20}, {ts: base + 10, tp: base + 20}, {ts: base + 10, tp: base + 40}}
+	rep, err := r.report(time.Second, notes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rep.Completeness
+	// Missing: the past result (not in the reply) and the live base+30.
+	if c.ExpectedLive != 2 || c.ExpectedPast != 1 || c.Missing != 2 || c.Duplicates != 1 || c.Unexpected != 1 || len(c.Examples) != 4 {
+		t.Fatalf("%+v", c)
+	}
+	r.subs[1].results = []int64{base}
+	notes = []note{{ts: base + 10, tp: base + 20}, {ts: base + 10, tp: base + 30}}
+	if rep, err = r.report(time.Second, notes); err != nil || !rep.Completeness.OK() {
+		t.Fatalf("the complete run: %+v, %v", rep.Completeness, err)
+	}
+}

@@ -1,0 +1,148 @@
+// Command loadgen drives a running broker with a moving-user workload and
+// checks that nothing was lost. See bench/loadgen and docs/benchmarks.md.
+//
+//	go run ./cmd/broker &
+//	go run ./cmd/loadgen -ops 200000 -users 10000 -rate 5000 -drop-every 2s
+//
+// The workload comes from -trace, or is generated from the flags (and can
+// be saved with -write-trace). The report goes to standard output as JSON;
+// a progress line goes to standard error every second. The exit status is
+// 1 when the run failed to complete (any notification missing, repeated
+// or unexpected).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/seed84792017/cellcast/bench/loadgen"
+	"github.com/seed84792017/cellcast/bench/workload"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(2)
+	}
+}
+
+func run() error {
+	var (
+		broker     = flag.String("broker", "127.0.0.1:8080", "the broker's HTTP address (for /ws and /metrics)")
+		natsURL    = flag.String("nats", "nats://127.0.0.1:4222", "publish over this NATS server (empty: over WebSocket)")
+		tracePath  = flag.String("trace", "", "replay this trace file instead of generating")
+		writeTrace = flag.String("write-trace", "", "save the workload to this trace file")
+		reportPath = flag.String("json", "", "write the JSON report here as well as to standard output")
+		closed     = flag.Bool("closed", false, "closed loop: as fast as replies come, -window in flight per connection")
+		slowdown   = flag.Float64("slowdown", 1, "open loop: stretch the schedule by this factor")
+		conns      = flag.Int("conns", 16, "subscriber WebSocket connections")
+		pubConns   = flag.Int("pubconns", 4, "publisher connections")
+		window     = flag.Int("window", 64, "requests in flight per connection")
+		dropEvery  = flag.Duration("drop-every", 0, "cut a random subscriber connection this often and resume it (0: never)")
+		quiet      = flag.Bool("quiet", false, "no progress lines")
+
+		seed     = flag.Int64("seed", 1, "workload seed")
+		ops      = flag.Int("ops", 100_000, "operations")
+		users    = flag.Int("users", 10_000, "moving users")
+		ratio    = flag.Float64("ratio", 1, "subscriptions per publication (3: subscription-heavy, 0.333: publication-heavy)")
+		rate     = flag.Float64("rate", 5000, "operations per second (the schedule)")
+		space    = flag.String("space", "quad", "grid, quad or circle")
+		depth    = flag.Int("depth", 8, "quad tree depth")
+		radius   = flag.Float64("radius", 2000, "circle: R in metres")
+		selfJoin = flag.Float64("self-join", 0, "share of self-join operations")
+		past     = flag.Duration("past", 10*time.Second, "past window of every subscription")
+		future   = flag.Duration("future", 10*time.Second, "future window of every subscription")
+		expires  = flag.Duration("expires", 20*time.Second, "lifetime of every publication")
+	)
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: loadgen [flags]\n\nDrives a running broker (open mode, on loopback) and checks completeness.\n\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", flag.Args())
+	}
+	cfg := workload.Config{Seed: *seed, Ops: *ops, Users: *users, SubsPerPub: *ratio, Rate: *rate, Space: workload.Space(*space),
+		Depth: *depth, Radius: *radius, SelfJoin: *selfJoin, Past: *past, Future: *future, Expires: *expires}
+	opsList, err := load(*tracePath, cfg)
+	if err != nil {
+		return err
+	}
+	if *writeTrace != "" {
+		if err := save(*writeTrace, opsList, fmt.Sprintf("%+v", cfg)); err != nil {
+			return err
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	lc := loadgen.Config{WSURL: "ws://" + *broker + "/ws", NATSURL: *natsURL, MetricsURL: "http://" + *broker + "/metrics",
+		Ops: opsList, Closed: *closed, Slowdown: *slowdown, Conns: *conns, PubConns: *pubConns, Window: *window,
+		DropEvery: *dropEvery, Seed: *seed}
+	if !*quiet {
+		lc.Progress = os.Stderr
+	}
+	rep, err := loadgen.Run(ctx, lc)
+	if err != nil {
+		return err
+	}
+	b, _ := json.MarshalIndent(rep, "", "  ")
+	b = append(b, '\n')
+	os.Stdout.Write(b)
+	if *reportPath != "" {
+		if err := os.WriteFile(*reportPath, b, 0o644); err != nil {
+			return err
+		}
+	}
+	if !rep.Completeness.OK() {
+		fmt.Fprintf(os.Stderr, "loadgen: INCOMPLETE: %d missing, %d duplicates, %d unexpected:\n  %s\n", rep.Completeness.Missing,
+			rep.Completeness.Duplicates, rep.Completeness.Unexpected, strings.Join(rep.Completeness.Examples, "\n  "))
+		os.Exit(1)
+	}
+	return nil
+}
+
+func load(path string, cfg workload.Config) ([]workload.Op, error) {
+	if path == "" {
+		g, err := workload.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return g.All(), nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r, err := workload.NewTraceReader(f)
+	if err != nil {
+		return nil, err
+	}
+	var ops []workload.Op
+	for op, ok := r.Next(); ok; op, ok = r.Next() {
+		ops = append(ops, op)
+	}
+	return ops, r.Err()
+}
+
+func save(path string, ops []workload.Op, comment string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := workload.NewTraceWriter(f, comment)
+	for i := range ops {
+		if err := w.Write(&ops[i]); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return errors.Join(w.Flush(), f.Close())
+}
