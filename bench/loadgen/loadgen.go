@@ -123,16 +123,18 @@ type note struct {
 }
 
 type run struct {
-	cfg   Config
-	start time.Time
-	subs  []subRec // by task index, written once by the reply's callback
-	pubs  []pubRec
-	mu    sync.Mutex // guards errs and cuts
-	errs  map[string]int
-	cuts  map[string]int // connections the broker closed, by reason
+	cfg      Config
+	start    time.Time
+	subs     []subRec // by task index, written once by the reply's callback
+	pubs     []pubRec
+	mu       sync.Mutex     // guards errs and cuts
+	errs     map[string]int // by kind
+	examples []string
+	cuts     map[string]int // connections the broker closed, by reason
 
 	sent, answered, notes atomic.Int64
 	drops, resumes        atomic.Int64
+	lateResumes           atomic.Int64
 	replyLat              *histo
 	pubDone               *sync.WaitGroup // publishers done with their tasks
 	exited                sync.WaitGroup  // serve loops returned
@@ -248,9 +250,12 @@ func (r *run) brokerCut(why string) {
 	r.mu.Unlock()
 }
 
-func (r *run) fail(what string) {
+// fail counts an error of a kind, keeping a few examples of each.
+func (r *run) fail(kind, example string) {
 	r.mu.Lock()
-	r.errs[what]++
+	if r.errs[kind]++; r.errs[kind] <= 3 {
+		r.examples = append(r.examples, kind+": "+example)
+	}
 	r.mu.Unlock()
 }
 
@@ -259,7 +264,7 @@ func (r *run) subscribed(t task, rep *reply) {
 	r.answered.Add(1)
 	r.replyLat.record(time.Now().UnixNano() - t.due)
 	if rep.Op != "subscribed" {
-		r.fail("subscribe: " + rep.Code + ": " + rep.Message)
+		r.fail("subscribe: "+rep.Code, rep.Message)
 		return
 	}
 	s := &r.subs[t.index]
@@ -274,7 +279,7 @@ func (r *run) published(t task, rep *reply) {
 	r.answered.Add(1)
 	r.replyLat.record(time.Now().UnixNano() - t.due)
 	if rep.Op != "published" {
-		r.fail("publish: " + rep.Code + ": " + rep.Message)
+		r.fail("publish: "+rep.Code, rep.Message)
 		return
 	}
 	r.pubs[t.index] = pubRec{op: t.op, tp: stamp(rep.Pid), due: t.due, ok: true}

@@ -44,8 +44,8 @@ func check(t *testing.T, rep *Report) {
 	// the CPU with the broker) loses the replies in flight: those requests
 	// have no known outcome, and nothing else may go wrong.
 	for e := range rep.Errors {
-		if len(rep.BrokerCuts) == 0 || !strings.Contains(e, ": transport: ") {
-			t.Fatalf("errors %v (broker cuts %v)", rep.Errors, rep.BrokerCuts)
+		if len(rep.BrokerCuts) == 0 || !strings.HasSuffix(e, ": transport") {
+			t.Fatalf("errors %v %q (broker cuts %v)", rep.Errors, rep.ErrorExamples, rep.BrokerCuts)
 		}
 	}
 	if !c.OK() {

@@ -23,7 +23,8 @@ type Report struct {
 	Ops           int            `json:"ops"`
 	Subscribes    int            `json:"subscribes"`
 	Publishes     int            `json:"publishes"`
-	Errors        map[string]int `json:"errors,omitempty"`
+	Errors        map[string]int `json:"errors,omitempty"` // by kind: "op: code"
+	ErrorExamples []string       `json:"error_examples,omitempty"`
 	Seconds       float64        `json:"seconds"`
 	OpsPerSec     float64        `json:"ops_per_sec"`
 	Notifications int            `json:"notifications"` // every notification frame, replays included
@@ -32,6 +33,7 @@ type Report struct {
 	Drops         int64          `json:"drops"`
 	BrokerCuts    map[string]int `json:"broker_cuts,omitempty"` // connections the broker closed, by reason; resumed
 	Resumes       int64          `json:"resumes"`
+	LateResumes   int64          `json:"late_resumes,omitempty"` // subscriptions that ended past the grace before their resume arrived
 	// Latency is publish→notify: from each publication's scheduled time to
 	// its notification's arrival, in milliseconds. Reply is request→reply,
 	// likewise from the scheduled time.
@@ -90,8 +92,8 @@ type pair struct{ ts, tp int64 }
 
 // report replays the stamped operations through the oracle and compares.
 func (r *run) report(elapsed time.Duration, notes []note) (*Report, error) {
-	rep := &Report{Ops: len(r.cfg.Ops), Seconds: elapsed.Seconds(), Errors: r.errs,
-		BrokerCuts: r.cuts, Drops: r.drops.Load(), Resumes: r.resumes.Load(), Reply: r.replyLat.percentiles()}
+	rep := &Report{Ops: len(r.cfg.Ops), Seconds: elapsed.Seconds(), Errors: r.errs, ErrorExamples: r.examples,
+		BrokerCuts: r.cuts, Drops: r.drops.Load(), Resumes: r.resumes.Load(), LateResumes: r.lateResumes.Load(), Reply: r.replyLat.percentiles()}
 	rep.OpsPerSec = float64(rep.Ops) / rep.Seconds
 	rep.Notifications = len(notes)
 	rep.NotesPerSec = float64(len(notes)) / rep.Seconds

@@ -189,14 +189,14 @@ func (c *wsConn) cut() {
 func (c *wsConn) reconnect() {
 	<-c.readDone
 	if err := c.dial(); err != nil {
-		c.r.fail("redial: " + err.Error())
+		c.r.fail("redial", err.Error())
 		return
 	}
 	now := time.Now().UnixNano()
 	c.mu.Lock()
 	type resume struct {
-		sid   string
-		after int64
+		sid        string
+		after, end int64
 	}
 	var rs []resume
 	for sid, end := range c.held {
@@ -204,18 +204,23 @@ func (c *wsConn) reconnect() {
 			delete(c.held, sid)
 			continue
 		}
-		rs = append(rs, resume{sid, c.last[sid]})
+		rs = append(rs, resume{sid, c.last[sid], end})
 	}
 	c.mu.Unlock()
 	for _, x := range rs {
 		id := c.id()
 		req, _ := json.Marshal(map[string]any{"id": id, "op": "resume", "sid": x.sid, "after": x.after})
 		c.send(id, req, func(rep *reply) {
-			if rep.Op != "resumed" {
-				c.r.fail("resume: " + rep.Code + ": " + rep.Message)
-				return
+			switch {
+			case rep.Op == "resumed":
+				c.r.resumes.Add(1)
+			case rep.Code == "not_found" && x.end+int64(subscriptions.ResumeGrace) < time.Now().UnixNano():
+				// It ended while the resume was on its way; if it was
+				// owed anything, completeness says so.
+				c.r.lateResumes.Add(1)
+			default:
+				c.r.fail("resume: "+rep.Code, rep.Message)
 			}
-			c.r.resumes.Add(1)
 		})
 	}
 	c.drain()
@@ -241,13 +246,13 @@ func (c *wsConn) read(ws *websocket.Conn, done chan struct{}) {
 		}
 		if bytes.HasPrefix(data, notePrefix) {
 			if !c.notification(data) {
-				c.r.fail(fmt.Sprintf("bad notification %.200q", data))
+				c.r.fail("bad notification", fmt.Sprintf("%.200q", data))
 			}
 			continue
 		}
 		rep := &reply{}
 		if err := json.Unmarshal(data, rep); err != nil {
-			c.r.fail(fmt.Sprintf("bad frame %.200q", data))
+			c.r.fail("bad frame", fmt.Sprintf("%.200q", data))
 			continue
 		}
 		c.mu.Lock()
@@ -255,7 +260,7 @@ func (c *wsConn) read(ws *websocket.Conn, done chan struct{}) {
 		delete(c.pending, rep.ID)
 		c.mu.Unlock()
 		if cb == nil {
-			c.r.fail(fmt.Sprintf("unexpected frame %.200q", data))
+			c.r.fail("unexpected frame", fmt.Sprintf("%.200q", data))
 			continue
 		}
 		cb(rep)
