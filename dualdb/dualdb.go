@@ -83,7 +83,7 @@ func (b *backend) Visit(cell, subtreeEnd []byte, lists listdb.Lists, filters []l
 	return b.db.VisitRange(key(cell, listdb.Subs+1), subtreeEnd, o, route)
 }
 
-func (b *backend) Meta() *lsm.DB                     { return b.db }
+func (b *backend) Meta() listdb.MetaStore            { return listdb.LSMMeta(b.db) }
 func (b *backend) Flush() error                      { return b.db.Flush() }
 func (b *backend) Compact(ctx context.Context) error { return b.db.Compact(ctx, nil, nil) }
 func (b *backend) Metrics() []*lsm.Metrics           { return []*lsm.Metrics{b.db.Metrics()} }

@@ -43,12 +43,44 @@ type Backend interface {
 	// cell key below subtreeEnd when that is not nil (the cell's subtree),
 	// each key's newest first, honouring fn's decisions as lsm visits do.
 	Visit(cell, subtreeEnd []byte, lists Lists, filters []lsm.BlockPropertyFilter, fn func(List, *lsm.Fragment) lsm.VisitDecision) error
-	// Meta is the DB that holds the topic registry and other metadata.
-	Meta() *lsm.DB
+	// Meta holds the topic registry and other metadata.
+	Meta() MetaStore
 	Flush() error
 	Compact(ctx context.Context) error
 	Metrics() []*lsm.Metrics
 	Close() error
+}
+
+// MetaStore holds a store's small metadata: high-water marks, the clock
+// floor, the topic registry. A Set is durable when it returns.
+type MetaStore interface {
+	// Get returns key's value, or an error wrapping lsm.ErrNotFound.
+	Get(key []byte) ([]byte, error)
+	Set(key, value []byte) error
+	// Scan calls fn for each key in [lower, upper), in order.
+	Scan(lower, upper []byte, fn func(key, value []byte) error) error
+}
+
+// LSMMeta keeps metadata in an lsm.DB beside the lists.
+func LSMMeta(db *lsm.DB) MetaStore { return lsmMeta{db} }
+
+type lsmMeta struct{ db *lsm.DB }
+
+func (m lsmMeta) Get(key []byte) ([]byte, error) { return m.db.Get(key) }
+func (m lsmMeta) Set(key, value []byte) error    { return m.db.Set(key, value, lsm.Sync) }
+
+func (m lsmMeta) Scan(lower, upper []byte, fn func(key, value []byte) error) error {
+	it, err := m.db.NewIter(&lsm.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		if err := fn(it.Key(), it.Value()); err != nil {
+			return err
+		}
+	}
+	return it.Error()
 }
 
 // Granularity selects how hierarchy is stored.
@@ -264,7 +296,7 @@ type mark struct {
 }
 
 // load reads the mark; a store written before marks existed gets legacy.
-func (m *mark) load(db *lsm.DB, fresh bool, legacy int64) error {
+func (m *mark) load(db MetaStore, fresh bool, legacy int64) error {
 	v, err := db.Get(m.key)
 	switch {
 	case err == nil && len(v) == 8:
@@ -279,11 +311,11 @@ func (m *mark) load(db *lsm.DB, fresh bool, legacy int64) error {
 	return nil
 }
 
-func (m *mark) raise(db *lsm.DB, v int64) error {
+func (m *mark) raise(db MetaStore, v int64) error {
 	if v <= m.v.Load() {
 		return nil
 	}
-	if err := db.Set(m.key, binary.LittleEndian.AppendUint64(nil, uint64(v)), lsm.Sync); err != nil {
+	if err := db.Set(m.key, binary.LittleEndian.AppendUint64(nil, uint64(v))); err != nil {
 		return err
 	}
 	m.v.Store(v)
@@ -436,7 +468,7 @@ func (st *Store) startFloor(floor int64) {
 	st.floorDone = done
 	go func() {
 		b := binary.LittleEndian.AppendUint64(nil, uint64(floor))
-		if err := st.b.Meta().Set(clockFloorKey, b, lsm.Sync); err != nil {
+		if err := st.b.Meta().Set(clockFloorKey, b); err != nil {
 			st.floorErr = fmt.Errorf("listdb: persisting the clock floor: %w", err)
 		} else {
 			st.floor.Store(floor)
@@ -842,26 +874,18 @@ func (st *Store) Replay(ctx context.Context, sid string, after int64) (*subscrip
 }
 
 // topicStore keeps the topic registry under 'r' + path.
-type topicStore struct{ db *lsm.DB }
+type topicStore struct{ db MetaStore }
 
 func (t topicStore) LoadTopics(fn func(string, dewey.ID) error) error {
-	it, err := t.db.NewIter(&lsm.IterOptions{LowerBound: []byte("r/"), UpperBound: []byte("r0")})
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	for ok := it.First(); ok; ok = it.Next() {
-		id, err := dewey.Decode(it.Value())
+	return t.db.Scan([]byte("r/"), []byte("r0"), func(k, v []byte) error {
+		id, err := dewey.Decode(v)
 		if err != nil {
-			return fmt.Errorf("topic %q: %w", it.Key()[2:], err)
+			return fmt.Errorf("topic %q: %w", k[2:], err)
 		}
-		if err := fn(string(it.Key()[2:]), id); err != nil {
-			return err
-		}
-	}
-	return it.Error()
+		return fn(string(k[2:]), id)
+	})
 }
 
 func (t topicStore) SaveTopic(path string, id dewey.ID) error {
-	return t.db.Set(append([]byte("r/"), path...), id.Encode(), lsm.Sync)
+	return t.db.Set(append([]byte("r/"), path...), id.Encode())
 }

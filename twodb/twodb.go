@@ -86,8 +86,8 @@ func (b *backend) Visit(cell, subtreeEnd []byte, lists listdb.Lists, filters []l
 	return nil
 }
 
-func (b *backend) Meta() *lsm.DB { return b.pubs }
-func (b *backend) Flush() error  { return errors.Join(b.pubs.Flush(), b.subs.Flush()) }
+func (b *backend) Meta() listdb.MetaStore { return listdb.LSMMeta(b.pubs) }
+func (b *backend) Flush() error           { return errors.Join(b.pubs.Flush(), b.subs.Flush()) }
 func (b *backend) Compact(ctx context.Context) error {
 	return errors.Join(b.pubs.Compact(ctx, nil, nil), b.subs.Compact(ctx, nil, nil))
 }

@@ -124,7 +124,7 @@ func (b pubsOnly) Visit(cell, subtreeEnd []byte, lists listdb.Lists, filters []l
 	return b.db.VisitRange(append(append([]byte(nil), cell...), 0x02), subtreeEnd, o, visit)
 }
 
-func (b pubsOnly) Meta() *lsm.DB                     { return b.db }
+func (b pubsOnly) Meta() listdb.MetaStore            { return listdb.LSMMeta(b.db) }
 func (b pubsOnly) Flush() error                      { return b.db.Flush() }
 func (b pubsOnly) Compact(ctx context.Context) error { return b.db.Compact(ctx, nil, nil) }
 func (b pubsOnly) Metrics() []*lsm.Metrics           { return []*lsm.Metrics{b.db.Metrics()} }
