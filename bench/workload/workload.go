@@ -59,6 +59,7 @@ type Config struct {
 	Depth        int           // quad tree depth (default 5)
 	Level        int           // Quad only: every operation at this level (0: drawn)
 	Radius       float64       // Circle: R in metres (default 2,000)
+	RadiusTimes  float64       // Circle: every radius is this times R (0: drawn from 4, 2, 1, ½, ¼)
 	SelfJoin     float64       // share of operations that are self-joins
 	Rate         float64       // operations per second, for At (default 100,000)
 	ZIPShare     float64       // share of users starting at a ZIP centroid (default 0.2)
@@ -99,7 +100,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Space == "" {
 		c.Space = Grid
 	}
-	for _, f := range []float64{c.SubsPerPub, c.Radius, c.Rate, c.Step, c.SelfJoin, c.ZIPShare} {
+	for _, f := range []float64{c.SubsPerPub, c.Radius, c.RadiusTimes, c.Rate, c.Step, c.SelfJoin, c.ZIPShare} {
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			return c, fmt.Errorf("%w: %g is not a finite number", ErrConfig, f)
 		}
@@ -107,7 +108,7 @@ func (c Config) withDefaults() (Config, error) {
 	switch {
 	case c.Ops < 0, c.Users < 0, c.GridSize < 0, c.Depth < 0, c.Level < 0:
 		return c, fmt.Errorf("%w: negative count", ErrConfig)
-	case c.SubsPerPub < 0, c.Radius < 0, c.Rate < 0, c.Step < 0, c.Past < 0, c.Future < 0, c.Expires < 0:
+	case c.SubsPerPub < 0, c.Radius < 0, c.RadiusTimes < 0, c.Rate < 0, c.Step < 0, c.Past < 0, c.Future < 0, c.Expires < 0:
 		return c, fmt.Errorf("%w: negative ratio, radius, rate, step or window", ErrConfig)
 	case c.SelfJoin < 0 || c.SelfJoin > 1 || c.ZIPShare < 0 || c.ZIPShare > 1:
 		return c, fmt.Errorf("%w: shares must lie in [0, 1]", ErrConfig)
@@ -255,7 +256,11 @@ func (g *Generator) cell(u *user) (dewey.ID, float64) {
 		id, _ := g.tree.Cell(u.lat, u.lng, level)
 		return id, 0
 	case Circle:
-		r := g.cfg.Radius * []float64{4, 2, 1, 0.5, 0.25}[g.rng.Intn(5)]
+		times := g.cfg.RadiusTimes
+		if times == 0 {
+			times = []float64{4, 2, 1, 0.5, 0.25}[g.rng.Intn(5)]
+		}
+		r := g.cfg.Radius * times
 		// Cannot fail: the centre is inside (start and walk see to it) and
 		// the radius finite and positive (withDefaults).
 		id, _ := g.tree.CircleCell(u.lat, u.lng, r)

@@ -127,6 +127,11 @@ func TestCircles(t *testing.T) {
 			t.Errorf("radius %g m drawn %d times of 2,000", r, radii[r])
 		}
 	}
+	for _, op := range gen(t, Config{Seed: 5, Ops: 200, Space: Circle, Radius: 1000, RadiusTimes: 0.5}) {
+		if op.RadiusM != 500 {
+			t.Fatalf("radius %g m, want every one 500 m", op.RadiusM)
+		}
+	}
 }
 
 func TestBadConfig(t *testing.T) {
