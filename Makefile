@@ -5,9 +5,9 @@ GO ?= go
 # (golang/go#75804, fixed in 1.27). 200k runs take 3-12 s per target here.
 FUZZTIME ?= 200000x
 
-.PHONY: test vet tools unit race fuzz bench-lsm bench-broker
+.PHONY: test vet tools unit peers race fuzz bench-lsm bench-broker bench-storage bench-pebble
 
-test: vet tools unit race fuzz
+test: vet tools unit peers race fuzz
 
 # A nats-server binary for the tests against an external NATS server.
 TOOLS := $(CURDIR)/.tools
@@ -21,6 +21,11 @@ vet:
 
 unit:
 	PATH="$(TOOLS):$$PATH" $(GO) test -count=1 ./...
+
+# The nested module of peer stores: the Pebble-backed DualDB passes the
+# same store tests as ours.
+peers:
+	cd bench/peers && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 # The concurrent engine code, and the stores driven from several goroutines,
 # under the race detector (short mode keeps it quick).
@@ -45,6 +50,14 @@ fuzz:
 # that docs/lsm-benchmarks.md holds (about 10 minutes).
 bench-lsm:
 	cd bench/peers && $(GO) run ./cmd/dbbench -runs 2
+
+# The thesis's storage experiments, Fig. 4.8–4.15 (docs/storage-benchmarks.md).
+bench-storage:
+	$(GO) run ./bench/cmd/pubsubbench -out bench-results
+
+# Our DualDB against DualDB's layout on Pebble (docs/benchmarks.md).
+bench-pebble:
+	cd bench/peers && $(GO) run ./cmd/pebblebench -out ../../bench-results-pebble
 
 # The broker end to end: 10k and 100k moving users (docs/broker-benchmarks.md).
 bench-broker:

@@ -54,7 +54,7 @@ func TestSmallRunOfEveryFigure(t *testing.T) {
 	if len(rows) != n+1 {
 		t.Fatalf("%d CSV rows for %d chunks", len(rows), n)
 	}
-	md, err := Report(dir, "figures/", rs)
+	md, err := Report(dir, "figures/", rs, ThesisClaims)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,12 +94,9 @@ func TestSetupsScale(t *testing.T) {
 		if _, err := workload.New(s.Workload); err != nil {
 			t.Fatalf("%s %s: %v", s.Figure, s.X, err)
 		}
-		want := 1_000_000
-		if s.Workload.Space != workload.Grid {
-			want = 40_000
-			if s.X != "" {
-				want = 8_000
-			}
+		want := map[string]int{"4.12": 40_000, "4.13": 20_000, "4.14": 8_000, "4.15": 8_000}[s.Figure]
+		if s.Workload.Space == workload.Grid {
+			want = 400_000
 		}
 		if s.Workload.Ops != want {
 			t.Errorf("%s %s: %d operations, want %d", s.Figure, s.X, s.Workload.Ops, want)

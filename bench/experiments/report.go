@@ -7,22 +7,23 @@ import (
 	"strings"
 )
 
-// claims are the thesis's findings for each figure, as its text states
-// them, and the ratio each is about.
-var claims = map[string]string{
-	"4.8":  "DualDB beats TwoDB by up to 5% on simple subscriptions; RepQueries is up to 10× slower",
-	"4.9":  "as 4.8",
-	"4.10": "DualDB beats TwoDB by up to 20% on self-joins",
-	"4.11": "as 4.10",
-	"4.12": "variable granularity about 3× (\"300% better\") faster than fixed",
-	"4.13": "variable granularity about 2× (\"200% better\") faster than fixed for circles",
-	"4.14": "variable faster than fixed at every level, more so near the root",
-	"4.15": "variable faster than fixed at every radius",
+// ThesisClaims are the thesis's findings for each figure, as its text
+// states them.
+var ThesisClaims = map[string]string{
+	"4.8":  "Thesis: DualDB beats TwoDB by up to 5% on simple subscriptions; RepQueries is up to 10× slower",
+	"4.9":  "Thesis: as 4.8",
+	"4.10": "Thesis: DualDB beats TwoDB by up to 20% on self-joins",
+	"4.11": "Thesis: as 4.10",
+	"4.12": "Thesis: variable granularity about 3× (\"300% better\") faster than fixed",
+	"4.13": "Thesis: variable granularity about 2× (\"200% better\") faster than fixed for circles",
+	"4.14": "Thesis: variable faster than fixed at every level, more so near the root",
+	"4.15": "Thesis: variable faster than fixed at every radius",
 }
 
 // Report writes each figure's plots into dir as SVG (names fig-4.8.svg,
-// …) and returns a markdown report that links them as imgPrefix+name.
-func Report(dir, imgPrefix string, rs []*Result) (string, error) {
+// …) and returns a markdown report that links them as imgPrefix+name and
+// states, for each figure, what claims says.
+func Report(dir, imgPrefix string, rs []*Result, claims map[string]string) (string, error) {
 	var figs []string
 	byFig := map[string][]*Result{}
 	for _, r := range rs {
@@ -40,7 +41,7 @@ func Report(dir, imgPrefix string, rs []*Result) (string, error) {
 	for _, f := range figs {
 		rs := byFig[f]
 		s := rs[0].Setup
-		fmt.Fprintf(&md, "\n### Fig. %s — %s\n\nThesis: %s.\n\n", f, s.Name, claims[f])
+		fmt.Fprintf(&md, "\n### Fig. %s — %s\n\n%s.\n\n", f, s.Name, claims[f])
 		if s.X == "" {
 			if err := lineFigure(&md, write, f, rs); err != nil {
 				return "", err
