@@ -78,23 +78,23 @@ func leafSideM() float64 {
 }
 
 // Setups are the experiments at a scale: scale 1 runs 400,000 operations
-// per flat-grid workload and 40,000 per hierarchical one (20,000 for
-// circles, 8,000 per bar of Fig. 4.14 and 4.15); the thesis ran 15
-// million.
+// per flat-grid workload and 10,000 per hierarchical one (2,000 per bar
+// of Fig. 4.14 and 4.15); the thesis ran 15 million.
 func Setups(scale float64) []Setup {
 	flat := int(400_000 * scale)
-	hier := int(40_000 * scale)
+	hier := int(10_000 * scale)
 	grid := func(ratio, self float64) workload.Config {
 		// 20k operations per second of broker time, whatever this
 		// machine's speed: the live set (windows of 10–20 s) is full
 		// after 400,000 operations.
 		return workload.Config{Seed: 1, Ops: flat, Users: 100_000, SubsPerPub: ratio, SelfJoin: self, Space: workload.Grid, Rate: 20_000}
 	}
-	// The hierarchy runs at 2,000 operations per second: an operation at
-	// the root reads the whole live set, so a broker at 100k/s would make
-	// these runs take hours.
+	// The hierarchy runs at 500 operations per second, full after 10,000:
+	// an operation at the root reads the whole live set, and with fixed
+	// granularity writes it 256 times, so a faster broker would make these
+	// runs take hours.
 	quad := func() workload.Config {
-		return workload.Config{Seed: 1, Ops: hier, Users: 10_000, SubsPerPub: 1, Space: workload.Quad, Depth: Depth, Rate: 2000}
+		return workload.Config{Seed: 1, Ops: hier, Users: 10_000, SubsPerPub: 1, Space: workload.Quad, Depth: Depth, Rate: 500}
 	}
 	circle := func(times float64) workload.Config {
 		c := quad()
@@ -110,7 +110,7 @@ func Setups(scale float64) []Setup {
 		{Figure: "4.10", Name: "self-join, subscription-heavy 3:1", Workload: grid(3, 1), Stores: two},
 		{Figure: "4.11", Name: "self-join, publication-heavy 1:3", Workload: grid(1.0/3, 1), Stores: two},
 		{Figure: "4.12", Name: "quad tree d=5, levels ∝ 1/2^(d−i)", Workload: quad(), Stores: gran},
-		{Figure: "4.13", Name: "circles of radius 4R…R/4", Workload: withOps(circle(0), hier/2), Stores: gran},
+		{Figure: "4.13", Name: "circles of radius 4R…R/4", Workload: circle(0), Stores: gran},
 	}
 	for level := 1; level <= Depth; level++ {
 		c := quad()
@@ -126,11 +126,6 @@ func Setups(scale float64) []Setup {
 		s = append(s, Setup{Figure: "4.15", Name: "by radius", X: t.x, Workload: c, Stores: gran})
 	}
 	return s
-}
-
-func withOps(c workload.Config, n int) workload.Config {
-	c.Ops = n
-	return c
 }
 
 // Result is one store's run of one setup.

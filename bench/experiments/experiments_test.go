@@ -94,7 +94,7 @@ func TestSetupsScale(t *testing.T) {
 		if _, err := workload.New(s.Workload); err != nil {
 			t.Fatalf("%s %s: %v", s.Figure, s.X, err)
 		}
-		want := map[string]int{"4.12": 40_000, "4.13": 20_000, "4.14": 8_000, "4.15": 8_000}[s.Figure]
+		want := map[string]int{"4.12": 10_000, "4.13": 10_000, "4.14": 2_000, "4.15": 2_000}[s.Figure]
 		if s.Workload.Space == workload.Grid {
 			want = 400_000
 		}

@@ -30,7 +30,7 @@ func main() {
 
 func run() error {
 	var (
-		scale      = flag.String("scale", "1", `a multiple of the default size (400,000 operations per flat workload, 40,000 per hierarchical one), or "full" (37.5×: the thesis's 15M)`)
+		scale      = flag.String("scale", "1", `a multiple of the default size (400,000 operations per flat workload, 10,000 per hierarchical one), or "full" (37.5×: the thesis's 15M)`)
 		only       = flag.String("only", "", "run only figures whose number or name contains this")
 		onlyStore  = flag.String("store", "", "run only stores whose name contains this")
 		out        = flag.String("out", "bench-results", "directory for results.csv, the SVG figures and report.md")
