@@ -7,7 +7,7 @@
 // population, with a scatter, mixed with ZIP code centroids) and walk at
 // random; a SUBSCRIBE is a user who has just walked into a new cell, a
 // PUBLISH an incident (accident, fire, roadwork, …) reported where a user
-// stands. The same Config and seed always give the same operations.
+// stands, described by its kind and the nearest populated place. The same Config and seed always give the same operations.
 //
 // Cells come from a flat 500×500 grid, from a quad tree of depth d with a
 // level drawn with probability ∝ 1/2^(d−i), or from circles of radius 4R,

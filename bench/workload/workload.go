@@ -128,7 +128,6 @@ var incidents = []string{"accident", "fire", "roadwork", "flood", "power outage"
 type user struct {
 	uid      string
 	lat, lng float64
-	near     string // the place the user started from, for descriptions
 	leaf     string // the finest cell the user is in, to tell moves
 }
 
@@ -137,6 +136,7 @@ type Generator struct {
 	cfg     Config
 	rng     *rand.Rand
 	sampler *places.Sampler
+	places  []places.Place
 	zips    []places.Place
 	grid    *dewey.Grid
 	tree    *dewey.QuadTree
@@ -159,7 +159,7 @@ func New(cfg Config) (*Generator, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Generator{cfg: cfg, rng: rand.New(rand.NewSource(cfg.Seed)), sampler: places.NewSampler(ps), zips: zs}
+	g := &Generator{cfg: cfg, rng: rand.New(rand.NewSource(cfg.Seed)), sampler: places.NewSampler(ps), places: ps, zips: zs}
 	if g.grid, err = dewey.NewGrid(dewey.NewYorkState, cfg.GridSize, cfg.GridSize); err != nil {
 		return nil, err
 	}
@@ -179,7 +179,7 @@ func New(cfg Config) (*Generator, error) {
 	for i := range g.users {
 		u := &g.users[i]
 		u.uid = "u" + strconv.Itoa(i)
-		u.lat, u.lng, u.near = g.start()
+		u.lat, u.lng = g.start()
 		u.leaf = g.leaf(u.lat, u.lng)
 	}
 	return g, nil
@@ -192,22 +192,34 @@ func (g *Generator) Config() Config { return g.cfg }
 func (g *Generator) Tree() *dewey.QuadTree { return g.tree }
 
 // start draws a starting point inside the map.
-func (g *Generator) start() (lat, lng float64, near string) {
+func (g *Generator) start() (lat, lng float64) {
 	box := g.tree.Box()
 	for {
 		if g.rng.Float64() < g.cfg.ZIPShare {
 			z := &g.zips[g.rng.Intn(len(g.zips))]
 			lat, lng = places.Scatter(g.rng, z.Lat, z.Lng, 0.002)
-			near = z.Name
 		} else {
 			p := g.sampler.Place(g.rng)
 			lat, lng = places.Scatter(g.rng, p.Lat, p.Lng, places.Spread(p.Population))
-			near = p.Name
 		}
 		if box.Contains(lat, lng) {
-			return lat, lng, near
+			return lat, lng
 		}
 	}
+}
+
+// nearest names the populated place closest to a point.
+func (g *Generator) nearest(lat, lng float64) string {
+	k := math.Cos(lat * math.Pi / 180) // a degree of longitude, in degrees of latitude
+	best, name := math.Inf(1), ""
+	for i := range g.places {
+		p := &g.places[i]
+		dy, dx := p.Lat-lat, (p.Lng-lng)*k
+		if d := dy*dy + dx*dx; d < best {
+			best, name = d, p.Name
+		}
+	}
+	return name
 }
 
 // leaf names the finest cell holding a point: moving out of it is a move.
@@ -284,7 +296,7 @@ func (g *Generator) Next() (Op, bool) {
 		op.Kind, op.Past, op.Future = Subscribe, g.cfg.Past, g.cfg.Future
 	} else {
 		op.Kind, op.Expires = Publish, g.cfg.Expires
-		op.Desc = incidents[g.rng.Intn(len(incidents))] + " near " + u.near
+		op.Desc = incidents[g.rng.Intn(len(incidents))] + " near " + g.nearest(u.lat, u.lng)
 	}
 	op.Lat, op.Lng = u.lat, u.lng
 	op.Cell, op.RadiusM = g.cell(u)

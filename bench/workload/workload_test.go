@@ -134,6 +134,23 @@ func TestCircles(t *testing.T) {
 	}
 }
 
+// TestDescriptionsNameTheNearestPlace: an incident in Manhattan is near
+// Manhattan, one in Buffalo near Buffalo.
+func TestDescriptionsNameTheNearestPlace(t *testing.T) {
+	g, err := New(Config{Users: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		lat, lng float64
+		want     string
+	}{{40.7831, -73.9712, "Manhattan"}, {42.8864, -78.8784, "Buffalo"}, {42.6526, -73.7562, "Albany"}} {
+		if got := g.nearest(c.lat, c.lng); got != c.want {
+			t.Errorf("(%g, %g) is near %q, want %q", c.lat, c.lng, got, c.want)
+		}
+	}
+}
+
 func TestBadConfig(t *testing.T) {
 	for _, cfg := range []Config{
 		{Ops: -1}, {SubsPerPub: -1}, {SelfJoin: 1.5}, {Space: "hex"}, {Depth: 17},

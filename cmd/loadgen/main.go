@@ -2,7 +2,7 @@
 // checks that nothing was lost. See bench/loadgen and docs/benchmarks.md.
 //
 //	go run ./cmd/broker &
-//	go run ./cmd/loadgen -ops 200000 -users 10000 -rate 5000 -drop-every 2s
+//	go run ./cmd/loadgen -ops 24000 -rate 600 -drop-connections
 //
 // The workload comes from -trace, or is generated from the flags (and can
 // be saved with -write-trace). The report goes to standard output as JSON;
@@ -45,6 +45,7 @@ func run() error {
 		conns      = flag.Int("conns", 16, "subscriber WebSocket connections")
 		pubConns   = flag.Int("pubconns", 4, "publisher connections")
 		window     = flag.Int("window", 64, "requests in flight per connection")
+		dropConns  = flag.Bool("drop-connections", false, "cut random subscriber connections (every -drop-every, 2s if unset) and resume them; completeness must still hold")
 		dropEvery  = flag.Duration("drop-every", 0, "cut a random subscriber connection this often and resume it (0: never)")
 		quiet      = flag.Bool("quiet", false, "no progress lines")
 
@@ -68,6 +69,9 @@ func run() error {
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", flag.Args())
+	}
+	if *dropConns && *dropEvery == 0 {
+		*dropEvery = 2 * time.Second
 	}
 	cfg := workload.Config{Seed: *seed, Ops: *ops, Users: *users, SubsPerPub: *ratio, Rate: *rate, Space: workload.Space(*space),
 		Depth: *depth, Radius: *radius, SelfJoin: *selfJoin, Past: *past, Future: *future, Expires: *expires}
