@@ -45,6 +45,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./gateway
 	$(GO) test -run '^$$' -fuzz '^FuzzFragment$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./listdb
 	$(GO) test -run '^$$' -fuzz '^FuzzTrace$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./bench/workload
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./secondary
 
 # The storage engine benchmark against Pebble and goleveldb; prints the table
 # that docs/lsm-benchmarks.md holds (about 10 minutes).

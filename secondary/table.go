@@ -1,0 +1,348 @@
+package secondary
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"github.com/seed84792017/cellcast/lsm"
+)
+
+// Strategy is how an attribute is indexed.
+type Strategy string
+
+const (
+	Eager     Strategy = "eager"
+	Lazy      Strategy = "lazy"
+	Composite Strategy = "composite"
+)
+
+// Attr declares an indexed attribute.
+type Attr struct {
+	Name     string
+	Type     Type
+	Strategy Strategy
+}
+
+// Config shapes a table.
+type Config struct {
+	Attrs []Attr
+	// Options tunes every engine of the table (nil: the defaults).
+	Options *lsm.Options
+	// Sync makes every write durable before it returns.
+	Sync bool
+}
+
+// Doc is a row's attributes.
+type Doc map[string]Value
+
+// Row is a row as a lookup returns it.
+type Row struct {
+	Key string
+	Seq uint64 // the write that made this version; larger is newer
+	Doc Doc
+}
+
+// Errors. Each names what was wrong in its message.
+var (
+	ErrConfig      = errors.New("secondary: bad config")
+	ErrNotFound    = errors.New("secondary: no such row")
+	ErrBadKey      = errors.New("secondary: empty primary key")
+	ErrUnknownAttr = errors.New("secondary: unknown attribute")
+	ErrType        = errors.New("secondary: type mismatch")
+	ErrBadRange    = errors.New("secondary: empty range: want a < b")
+	ErrBadK        = errors.New("secondary: K must be zero (no limit) or more")
+)
+
+// Table is a primary table and its indexes. It is safe for concurrent
+// use; writes are serialized.
+type Table struct {
+	mu      sync.Mutex
+	cfg     Config
+	primary *lsm.DB
+	seq     uint64
+	indexes map[string]*index
+}
+
+// index is one attribute's stand-alone index.
+type index struct {
+	Attr
+	db *lsm.DB
+}
+
+var seqKey = []byte("m/seq") // the last sequence number, beside the rows
+
+func rowKey(pk string) []byte { return append([]byte("r/"), pk...) }
+
+// Open opens (or creates) a table in dir: the primary table in
+// dir/primary, each index in dir/index-<name>.
+func Open(dir string, cfg Config) (*Table, error) {
+	seen := map[string]bool{}
+	for _, a := range cfg.Attrs {
+		switch {
+		case a.Name == "" || seen[a.Name] || filepath.Base(a.Name) != a.Name || a.Name == "." || a.Name == "..":
+			return nil, fmt.Errorf("%w: attribute name %q empty, repeated or not a plain file name", ErrConfig, a.Name)
+		case a.Type != Int && a.Type != String:
+			return nil, fmt.Errorf("%w: attribute %q has type %v", ErrConfig, a.Name, a.Type)
+		case a.Strategy != Eager && a.Strategy != Lazy && a.Strategy != Composite:
+			return nil, fmt.Errorf("%w: attribute %q has strategy %q (want eager, lazy or composite)", ErrConfig, a.Name, a.Strategy)
+		}
+		seen[a.Name] = true
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	t := &Table{cfg: cfg, indexes: map[string]*index{}}
+	var err error
+	if t.primary, err = lsm.Open(filepath.Join(dir, "primary"), cfg.Options); err != nil {
+		return nil, err
+	}
+	if v, err := t.primary.Get(seqKey); err == nil && len(v) == 8 {
+		t.seq = binary.LittleEndian.Uint64(v)
+	} else if err != nil && !errors.Is(err, lsm.ErrNotFound) {
+		t.Close()
+		return nil, err
+	}
+	for _, a := range cfg.Attrs {
+		db, err := lsm.Open(filepath.Join(dir, "index-"+a.Name), cfg.Options)
+		if err != nil {
+			t.Close()
+			return nil, err
+		}
+		t.indexes[a.Name] = &index{Attr: a, db: db}
+	}
+	return t, nil
+}
+
+// Close closes every engine.
+func (t *Table) Close() error {
+	var errs []error
+	if t.primary != nil {
+		errs = append(errs, t.primary.Close())
+	}
+	for _, ix := range t.indexes {
+		errs = append(errs, ix.db.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (t *Table) writeOptions() *lsm.WriteOptions { return &lsm.WriteOptions{Sync: t.cfg.Sync} }
+
+// check refuses a doc whose indexed attributes have the wrong type.
+// Attributes that are not indexed are stored as they are.
+func (t *Table) check(doc Doc) error {
+	for name, v := range doc {
+		if v.Type != Int && v.Type != String {
+			return fmt.Errorf("%w: attribute %q has type %v", ErrType, name, v.Type)
+		}
+		if ix := t.indexes[name]; ix != nil && ix.Type != v.Type {
+			return fmt.Errorf("%w: attribute %q is %v, got %v", ErrType, name, ix.Type, v.Type)
+		}
+	}
+	return nil
+}
+
+// Put writes doc under pk, replacing any earlier version. Index entries
+// go first and the row last, so a crash between them leaves only entries
+// that validation rejects.
+func (t *Table) Put(pk string, doc Doc) error {
+	if pk == "" {
+		return ErrBadKey
+	}
+	if err := t.check(doc); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old, err := t.getLocked(pk)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	seq := t.seq + 1
+	for _, ix := range t.indexes {
+		if v, ok := doc[ix.Name]; ok {
+			if err := ix.add(v, posting{seq, pk}, t.writeOptions()); err != nil {
+				return err
+			}
+		}
+	}
+	if err := t.writeRow(pk, seq, doc); err != nil {
+		return err
+	}
+	t.seq = seq
+	return t.dropOld(old, pk)
+}
+
+// Delete removes pk's row.
+func (t *Table) Delete(pk string) error {
+	if pk == "" {
+		return ErrBadKey
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old, err := t.getLocked(pk)
+	if err != nil {
+		return err
+	}
+	b := lsm.NewBatch()
+	b.Delete(rowKey(pk))
+	t.seq++
+	b.Set(seqKey, binary.LittleEndian.AppendUint64(nil, t.seq))
+	if err := t.primary.Apply(b, t.writeOptions()); err != nil {
+		return err
+	}
+	return t.dropOld(old, pk)
+}
+
+// dropOld takes a replaced or deleted version out of the Eager lists, the
+// only index whose lists are rewritten; elsewhere validation skips it.
+func (t *Table) dropOld(old *Row, pk string) error {
+	if old == nil {
+		return nil
+	}
+	for _, ix := range t.indexes {
+		if v, ok := old.Doc[ix.Name]; ok && ix.Strategy == Eager {
+			if err := ix.remove(v, posting{old.Seq, pk}, t.writeOptions()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (t *Table) writeRow(pk string, seq uint64, doc Doc) error {
+	b := lsm.NewBatch()
+	b.Set(rowKey(pk), appendDoc(nil, seq, doc))
+	b.Set(seqKey, binary.LittleEndian.AppendUint64(nil, seq))
+	return t.primary.Apply(b, t.writeOptions())
+}
+
+// Get returns pk's row.
+func (t *Table) Get(pk string) (*Row, error) {
+	if pk == "" {
+		return nil, ErrBadKey
+	}
+	return t.getLocked(pk)
+}
+
+// getLocked reads a row; despite the name it needs no lock (the engine
+// is safe for concurrent use): writers call it under t.mu.
+func (t *Table) getLocked(pk string) (*Row, error) {
+	v, err := t.primary.Get(rowKey(pk))
+	if errors.Is(err, lsm.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %q", ErrNotFound, pk)
+	}
+	if err != nil {
+		return nil, err
+	}
+	seq, doc, err := decodeDoc(v)
+	if err != nil {
+		return nil, fmt.Errorf("row %q: %w", pk, err)
+	}
+	return &Row{Key: pk, Seq: seq, Doc: doc}, nil
+}
+
+// valid returns the row an entry points at if the entry is current.
+func (t *Table) valid(p posting) (*Row, error) {
+	r, err := t.getLocked(p.pk)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil || r.Seq != p.seq {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Lookup returns the k most recent rows whose attr equals v, newest first
+// (k = 0: all of them).
+func (t *Table) Lookup(attr string, v Value, k int) ([]Row, error) {
+	ix, err := t.index(attr, k, v)
+	if err != nil {
+		return nil, err
+	}
+	return ix.lookup(t, v, k)
+}
+
+// RangeLookup returns the k most recent rows whose attr lies in [a, b],
+// newest first (k = 0: all of them).
+func (t *Table) RangeLookup(attr string, a, b Value, k int) ([]Row, error) {
+	ix, err := t.index(attr, k, a, b)
+	if err != nil {
+		return nil, err
+	}
+	if a.Compare(b) >= 0 {
+		return nil, fmt.Errorf("%w: [%v, %v]", ErrBadRange, a, b)
+	}
+	return ix.rangeLookup(t, a, b, k)
+}
+
+func (t *Table) index(attr string, k int, vs ...Value) (*index, error) {
+	ix := t.indexes[attr]
+	if ix == nil {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownAttr, attr)
+	}
+	if k < 0 {
+		return nil, fmt.Errorf("%w: %d", ErrBadK, k)
+	}
+	for _, v := range vs {
+		if v.Type != ix.Type {
+			return nil, fmt.Errorf("%w: attribute %q is %v, got %v", ErrType, attr, ix.Type, v.Type)
+		}
+	}
+	return ix, nil
+}
+
+// topK validates candidates newest first until k rows are found.
+func (t *Table) topK(cands []posting, k int) ([]Row, error) {
+	slices.SortFunc(cands, func(a, b posting) int {
+		if a.seq != b.seq {
+			if a.seq > b.seq {
+				return -1
+			}
+			return 1
+		}
+		return bytes.Compare([]byte(a.pk), []byte(b.pk))
+	})
+	var out []Row
+	for i, p := range cands {
+		if i > 0 && p == cands[i-1] {
+			continue
+		}
+		r, err := t.valid(p)
+		if err != nil {
+			return nil, err
+		}
+		if r != nil {
+			out = append(out, *r)
+			if k > 0 && len(out) == k {
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// Flush writes every engine's memtable to a table.
+func (t *Table) Flush() error {
+	errs := []error{t.primary.Flush()}
+	for _, ix := range t.indexes {
+		errs = append(errs, ix.db.Flush())
+	}
+	return errors.Join(errs...)
+}
+
+// Compact compacts every engine fully.
+func (t *Table) Compact(ctx context.Context) error {
+	errs := []error{t.primary.Compact(ctx, nil, nil)}
+	for _, ix := range t.indexes {
+		errs = append(errs, ix.db.Compact(ctx, nil, nil))
+	}
+	return errors.Join(errs...)
+}

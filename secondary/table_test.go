@@ -1,0 +1,231 @@
+package secondary
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"reflect"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/seed84792017/cellcast/lsm"
+)
+
+var strategies = []Strategy{Eager, Lazy, Composite}
+
+// attrs indexes "user" and "time" once per strategy, so every strategy
+// answers over the same rows.
+func attrs() []Attr {
+	var as []Attr
+	for _, s := range strategies {
+		as = append(as, Attr{Name: "user_" + string(s), Type: String, Strategy: s}, Attr{Name: "time_" + string(s), Type: Int, Strategy: s})
+	}
+	return as
+}
+
+func smallEngine() *lsm.Options {
+	return &lsm.Options{MemTableSize: 64 << 10, TargetFileSize: 32 << 10, LBaseMaxBytes: 128 << 10, BlockSize: 1 << 10}
+}
+
+// oracle answers by scanning every live row.
+type oracle map[string]Row
+
+func (o oracle) answer(match func(Doc) bool, k int) []Row {
+	var out []Row
+	for _, r := range o {
+		if match(r.Doc) {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b Row) int {
+		if a.Seq > b.Seq {
+			return -1
+		}
+		return 1
+	})
+	if k > 0 && len(out) > k {
+		out = out[:k]
+	}
+	return out
+}
+
+func keys(rs []Row) string {
+	s := ""
+	for _, r := range rs {
+		s += fmt.Sprintf("%s@%d ", r.Key, r.Seq)
+	}
+	return s
+}
+
+// TestDifferential runs random puts (updates change the indexed values),
+// deletes, flushes, compactions and reopens, and checks every lookup of
+// every strategy against a full scan: the same rows in the same order.
+func TestDifferential(t *testing.T) {
+	for seed := int64(1); seed <= 3; seed++ {
+		t.Run(strconv.FormatInt(seed, 10), func(t *testing.T) {
+			rng := rand.New(rand.NewSource(seed))
+			dir := t.TempDir()
+			cfg := Config{Attrs: attrs(), Options: smallEngine()}
+			tb, err := Open(dir, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { tb.Close() }()
+			o := oracle{}
+			users := []string{"ann", "bob", "cy", "dee", "ed", "flo", "", "g\x00h"}
+			user := func() string { return users[min(rng.Intn(len(users)), rng.Intn(len(users)))] } // skewed
+			for i := 0; i < 4000; i++ {
+				switch x := rng.Intn(100); {
+				case x < 60:
+					pk := "k" + strconv.Itoa(rng.Intn(300))
+					u, tm := user(), int64(rng.Intn(200)-50)
+					doc := Doc{}
+					if rng.Intn(10) > 0 { // some rows lack an attribute
+						for _, s := range strategies {
+							doc["user_"+string(s)] = StringValue(u)
+						}
+					}
+					for _, s := range strategies {
+						doc["time_"+string(s)] = IntValue(tm)
+					}
+					doc["note"] = StringValue("not indexed")
+					if err := tb.Put(pk, doc); err != nil {
+						t.Fatal(err)
+					}
+					r, err := tb.Get(pk)
+					if err != nil || !reflect.DeepEqual(r.Doc, doc) {
+						t.Fatalf("get after put: %+v %v", r, err)
+					}
+					o[pk] = *r
+				case x < 70:
+					pk := "k" + strconv.Itoa(rng.Intn(300))
+					err := tb.Delete(pk)
+					if _, ok := o[pk]; ok != (err == nil) || (!ok && !errors.Is(err, ErrNotFound)) {
+						t.Fatalf("delete %s: %v (present %v)", pk, err, ok)
+					}
+					delete(o, pk)
+				case x < 72:
+					if err := tb.Flush(); err != nil {
+						t.Fatal(err)
+					}
+				case x < 73:
+					if err := tb.Compact(context.Background()); err != nil {
+						t.Fatal(err)
+					}
+				case x < 74:
+					if err := tb.Close(); err != nil {
+						t.Fatal(err)
+					}
+					if tb, err = Open(dir, cfg); err != nil {
+						t.Fatal(err)
+					}
+				default:
+					k := []int{0, 1, 3, 10}[rng.Intn(4)]
+					u := user()
+					a := int64(rng.Intn(200) - 60)
+					b := a + 1 + int64(rng.Intn(40))
+					for _, s := range strategies {
+						un, tn := "user_"+string(s), "time_"+string(s)
+						got, err := tb.Lookup(un, StringValue(u), k)
+						want := o.answer(func(d Doc) bool { v, ok := d[un]; return ok && v.S == u }, k)
+						if err != nil || keys(got) != keys(want) {
+							t.Fatalf("op %d %s lookup %q k=%d:\n got  %s (%v)\n want %s", i, s, u, k, keys(got), err, keys(want))
+						}
+						got, err = tb.RangeLookup(tn, IntValue(a), IntValue(b), k)
+						want = o.answer(func(d Doc) bool { v := d[tn]; return v.I >= a && v.I <= b }, k)
+						if err != nil || keys(got) != keys(want) {
+							t.Fatalf("op %d %s range [%d, %d] k=%d:\n got  %s (%v)\n want %s", i, s, a, b, k, keys(got), err, keys(want))
+						}
+						lo, hi := user(), user()
+						if lo < hi {
+							got, err = tb.RangeLookup(un, StringValue(lo), StringValue(hi), k)
+							want = o.answer(func(d Doc) bool { v, ok := d[un]; return ok && v.S >= lo && v.S <= hi }, k)
+							if err != nil || keys(got) != keys(want) {
+								t.Fatalf("op %d %s range [%q, %q] k=%d:\n got  %s (%v)\n want %s", i, s, lo, hi, k, keys(got), err, keys(want))
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	tb, err := Open(t.TempDir(), Config{Attrs: attrs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb.Close()
+	if err := tb.Put("a", Doc{"user_lazy": IntValue(3)}); !errors.Is(err, ErrType) {
+		t.Errorf("a wrong type stored: %v", err)
+	}
+	if _, err := tb.Get("a"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the refused row is there: %v", err)
+	}
+	for _, c := range []struct {
+		err  error
+		want error
+	}{
+		{tb.Put("", Doc{}), ErrBadKey},
+		{tb.Delete("nope"), ErrNotFound},
+		{func() error { _, err := tb.Lookup("color", StringValue("red"), 0); return err }(), ErrUnknownAttr},
+		{func() error { _, err := tb.Lookup("user_eager", IntValue(1), 0); return err }(), ErrType},
+		{func() error { _, err := tb.Lookup("user_eager", StringValue("x"), -1); return err }(), ErrBadK},
+		{func() error { _, err := tb.RangeLookup("time_composite", IntValue(5), IntValue(5), 0); return err }(), ErrBadRange},
+		{func() error { _, err := tb.RangeLookup("time_composite", IntValue(9), IntValue(5), 0); return err }(), ErrBadRange},
+		{func() error { _, err := tb.RangeLookup("time_lazy", IntValue(1), StringValue("z"), 0); return err }(), ErrType},
+	} {
+		if !errors.Is(c.err, c.want) {
+			t.Errorf("%v, want %v", c.err, c.want)
+		}
+	}
+	for _, bad := range []Config{
+		{Attrs: []Attr{{Name: "a", Type: Int, Strategy: "bloom"}}},
+		{Attrs: []Attr{{Name: "a", Type: 'x', Strategy: Lazy}}},
+		{Attrs: []Attr{{Name: "a", Type: Int, Strategy: Lazy}, {Name: "a", Type: Int, Strategy: Eager}}},
+		{Attrs: []Attr{{Name: "../a", Type: Int, Strategy: Lazy}}},
+	} {
+		if _, err := Open(t.TempDir(), bad); !errors.Is(err, ErrConfig) {
+			t.Errorf("%+v: %v", bad, err)
+		}
+	}
+}
+
+// FuzzDecode: the on-disk decoders never panic, and what they accept
+// encodes back to the same bytes.
+func FuzzDecode(f *testing.F) {
+	f.Add(appendDoc(nil, 7, Doc{"a": IntValue(-3)}))
+	f.Add(appendPosting(appendPosting(nil, posting{9, "k1"}), posting{3, "k2"}))
+	f.Add(StringValue("a\x00b").appendKey(nil))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if seq, doc, err := decodeDoc(b); err == nil {
+			seq2, doc2, err := decodeDoc(appendDoc(nil, seq, doc))
+			if err != nil || seq2 != seq || !reflect.DeepEqual(doc, doc2) {
+				t.Fatalf("doc %v %v does not round-trip: %v", seq, doc, err)
+			}
+		}
+		var ps []posting
+		if decodePostings(b, func(p posting) bool { ps = append(ps, p); return true }) == nil {
+			var again []byte
+			for _, p := range ps {
+				again = appendPosting(again, p)
+			}
+			var ps2 []posting
+			decodePostings(again, func(p posting) bool { ps2 = append(ps2, p); return true })
+			if !reflect.DeepEqual(ps, ps2) {
+				t.Fatalf("postings %v read back as %v", ps, ps2)
+			}
+		}
+		for _, ty := range []Type{Int, String} {
+			if v, rest, err := decodeKey(ty, b); err == nil {
+				enc := v.appendKey(nil)
+				if string(enc)+string(rest) != string(b) {
+					t.Fatalf("%v: key %x encodes back as %x + %x", ty, b, enc, rest)
+				}
+			}
+		}
+	})
+}
