@@ -3,9 +3,15 @@
 // RangeLookup returning the K most recent live rows whose attribute has a
 // value or lies in a range (Qader et al., SIGMOD 2018).
 //
-// Each indexed attribute picks a strategy. This first step holds the three
-// stand-alone indexes of the study, each an lsm store of its own beside
-// the primary table:
+// Each indexed attribute picks a strategy:
+//
+//   - Embedded: no index of its own; block property collectors summarize
+//     each block of the primary table by a bloom filter and a zone map of
+//     the attribute, each table by a zone map, and a lookup scans the rows
+//     skipping whatever the summaries rule out (embedded.go).
+//
+// The stand-alone indexes, each an lsm store of its own beside the
+// primary table:
 //
 //   - Eager: one posting list per value, read, modified and written back
 //     on every Put (and Delete) of a row carrying the value.
@@ -20,7 +26,7 @@
 // number, so an update or delete makes older entries stale without
 // touching them, and no strategy returns a stale row.
 //
-// Not yet here: the Embedded index (per-block bloom filters and zone maps
-// in the primary table), DELI, the Bloom filter hierarchy, and the broker
-// wiring.
+// Not yet here: DELI, the Bloom filter hierarchy, the Embedded index's
+// in-memory map for the memtable and its GetLite validation (candidates
+// are validated with a full Get), and the broker wiring.
 package secondary

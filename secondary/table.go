@@ -18,6 +18,7 @@ import (
 type Strategy string
 
 const (
+	Embedded  Strategy = "embedded"
 	Eager     Strategy = "eager"
 	Lazy      Strategy = "lazy"
 	Composite Strategy = "composite"
@@ -70,7 +71,8 @@ type Table struct {
 	indexes map[string]*index
 }
 
-// index is one attribute's stand-alone index.
+// index is one attribute's index: a stand-alone engine, or for Embedded
+// none (its summaries live in the primary table).
 type index struct {
 	Attr
 	db *lsm.DB
@@ -90,8 +92,8 @@ func Open(dir string, cfg Config) (*Table, error) {
 			return nil, fmt.Errorf("%w: attribute name %q empty, repeated or not a plain file name", ErrConfig, a.Name)
 		case a.Type != Int && a.Type != String:
 			return nil, fmt.Errorf("%w: attribute %q has type %v", ErrConfig, a.Name, a.Type)
-		case a.Strategy != Eager && a.Strategy != Lazy && a.Strategy != Composite:
-			return nil, fmt.Errorf("%w: attribute %q has strategy %q (want eager, lazy or composite)", ErrConfig, a.Name, a.Strategy)
+		case a.Strategy != Embedded && a.Strategy != Eager && a.Strategy != Lazy && a.Strategy != Composite:
+			return nil, fmt.Errorf("%w: attribute %q has strategy %q (want embedded, eager, lazy or composite)", ErrConfig, a.Name, a.Strategy)
 		}
 		seen[a.Name] = true
 	}
@@ -99,8 +101,18 @@ func Open(dir string, cfg Config) (*Table, error) {
 		return nil, err
 	}
 	t := &Table{cfg: cfg, indexes: map[string]*index{}}
+	var po lsm.Options
+	if cfg.Options != nil {
+		po = *cfg.Options
+	}
+	po.BlockPropertyCollectors = slices.Clone(po.BlockPropertyCollectors)
+	for _, a := range cfg.Attrs {
+		if a.Strategy == Embedded {
+			po.BlockPropertyCollectors = append(po.BlockPropertyCollectors, func() lsm.BlockPropertyCollector { return newZoneBloom(a.Name) })
+		}
+	}
 	var err error
-	if t.primary, err = lsm.Open(filepath.Join(dir, "primary"), cfg.Options); err != nil {
+	if t.primary, err = lsm.Open(filepath.Join(dir, "primary"), &po); err != nil {
 		return nil, err
 	}
 	if v, err := t.primary.Get(seqKey); err == nil && len(v) == 8 {
@@ -110,6 +122,10 @@ func Open(dir string, cfg Config) (*Table, error) {
 		return nil, err
 	}
 	for _, a := range cfg.Attrs {
+		if a.Strategy == Embedded {
+			t.indexes[a.Name] = &index{Attr: a}
+			continue
+		}
 		db, err := lsm.Open(filepath.Join(dir, "index-"+a.Name), cfg.Options)
 		if err != nil {
 			t.Close()
@@ -127,7 +143,9 @@ func (t *Table) Close() error {
 		errs = append(errs, t.primary.Close())
 	}
 	for _, ix := range t.indexes {
-		errs = append(errs, ix.db.Close())
+		if ix.db != nil {
+			errs = append(errs, ix.db.Close())
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -166,7 +184,7 @@ func (t *Table) Put(pk string, doc Doc) error {
 	}
 	seq := t.seq + 1
 	for _, ix := range t.indexes {
-		if v, ok := doc[ix.Name]; ok {
+		if v, ok := doc[ix.Name]; ok && ix.db != nil {
 			if err := ix.add(v, posting{seq, pk}, t.writeOptions()); err != nil {
 				return err
 			}
@@ -267,6 +285,9 @@ func (t *Table) Lookup(attr string, v Value, k int) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ix.Strategy == Embedded {
+		return t.embeddedScan(attr, v, v, k)
+	}
 	return ix.lookup(t, v, k)
 }
 
@@ -279,6 +300,9 @@ func (t *Table) RangeLookup(attr string, a, b Value, k int) ([]Row, error) {
 	}
 	if a.Compare(b) >= 0 {
 		return nil, fmt.Errorf("%w: [%v, %v]", ErrBadRange, a, b)
+	}
+	if ix.Strategy == Embedded {
+		return t.embeddedScan(attr, a, b, k)
 	}
 	return ix.rangeLookup(t, a, b, k)
 }
@@ -333,7 +357,9 @@ func (t *Table) topK(cands []posting, k int) ([]Row, error) {
 func (t *Table) Flush() error {
 	errs := []error{t.primary.Flush()}
 	for _, ix := range t.indexes {
-		errs = append(errs, ix.db.Flush())
+		if ix.db != nil {
+			errs = append(errs, ix.db.Flush())
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -342,7 +368,9 @@ func (t *Table) Flush() error {
 func (t *Table) Compact(ctx context.Context) error {
 	errs := []error{t.primary.Compact(ctx, nil, nil)}
 	for _, ix := range t.indexes {
-		errs = append(errs, ix.db.Compact(ctx, nil, nil))
+		if ix.db != nil {
+			errs = append(errs, ix.db.Compact(ctx, nil, nil))
+		}
 	}
 	return errors.Join(errs...)
 }

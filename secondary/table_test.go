@@ -13,7 +13,7 @@ import (
 	"github.com/seed84792017/cellcast/lsm"
 )
 
-var strategies = []Strategy{Eager, Lazy, Composite}
+var strategies = []Strategy{Embedded, Eager, Lazy, Composite}
 
 // attrs indexes "user" and "time" once per strategy, so every strategy
 // answers over the same rows.
@@ -228,4 +228,45 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestEmbeddedSkipsBlocks: a lookup of a time-correlated attribute reads
+// a small share of the primary table's blocks (zone maps), and so does a
+// point lookup of a value in few rows (bloom filters).
+func TestEmbeddedSkipsBlocks(t *testing.T) {
+	tb, err := Open(t.TempDir(), Config{Attrs: []Attr{{Name: "time", Type: Int, Strategy: Embedded}, {Name: "user", Type: String, Strategy: Embedded}}, Options: smallEngine()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb.Close()
+	for i := range 5000 {
+		doc := Doc{"time": IntValue(int64(i)), "user": StringValue("u" + strconv.Itoa(i%500))}
+		if err := tb.Put("k"+strconv.Itoa(i*7919%5000), doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tb.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	blocks := func(f func() ([]Row, error)) ([]Row, int64) {
+		m := tb.primary.Metrics()
+		before := m.BlocksFromCache + m.BlocksFromDisk
+		rs, err := f()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m = tb.primary.Metrics()
+		return rs, m.BlocksFromCache + m.BlocksFromDisk - before
+	}
+	_, all := blocks(func() ([]Row, error) { return tb.RangeLookup("time", IntValue(-1), IntValue(5000), 0) })
+	rs, some := blocks(func() ([]Row, error) { return tb.RangeLookup("time", IntValue(4000), IntValue(4010), 0) })
+	if len(rs) != 11 || some*10 > all {
+		t.Fatalf("range: %d rows, %d blocks read of %d", len(rs), some, all)
+	}
+	t.Logf("range: %d of %d blocks", some, all)
+	rs, some = blocks(func() ([]Row, error) { return tb.Lookup("user", StringValue("u7"), 3) })
+	t.Logf("point: %d of %d blocks", some, all)
+	if len(rs) != 3 || rs[0].Doc["time"].I != 4507 || some*100 > all {
+		t.Fatalf("point: %+v, %d blocks read of %d", rs, some, all)
+	}
 }
