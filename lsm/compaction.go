@@ -173,7 +173,7 @@ func (d *DB) runCompaction(c *compaction) error {
 		in := newMergingIter(iters)
 		out := c.outputLevel()
 		ci := &compactionIter{
-			in: in, merger: d.opts.Merger, filter: d.opts.CompactionFilter, level: out, snapshots: snaps,
+			in: in, merger: d.opts.Merger, filter: d.opts.CompactionFilter, shadowed: d.opts.OnShadowed, level: out, snapshots: snaps,
 			isBase: baseLevelChecker(c.version, out+1),
 		}
 		grand := c.grand

@@ -26,6 +26,7 @@ type compactionIter struct {
 	in        internalIterator
 	merger    *Merger
 	filter    CompactionFilter
+	shadowed  func(key, value []byte) // Options.OnShadowed
 	level     int
 	snapshots []uint64 // ascending
 	isBase    func(userKey []byte) bool
@@ -165,7 +166,15 @@ func (c *compactionIter) process() error {
 			}
 			out.trailer = base.MakeTrailer(e.trailer>>8, kind)
 		}
-		j = nextStripeStart(c, es, j, s)
+		end := nextStripeStart(c, es, j, s)
+		if c.shadowed != nil {
+			for _, h := range es[j:end] {
+				if base.Kind(h.trailer&0xff) == base.KindSet {
+					c.shadowed(c.key, h.value)
+				}
+			}
+		}
+		j = end
 		olderHere := j < len(es)
 		if kind == base.KindDelete {
 			if olderHere || !isBase() {

@@ -109,3 +109,28 @@ func TestCompactionIterRules(t *testing.T) {
 func kindName(k Kind) string {
 	return map[Kind]string{KindSet: "SET", KindDelete: "DEL", KindMerge: "MERGE"}[k]
 }
+
+// TestCompactionReportsShadowedSets: OnShadowed hears of every Set that a
+// newer entry hides from every reader, and of nothing a snapshot can see.
+func TestCompactionReportsShadowedSets(t *testing.T) {
+	for _, tc := range []struct {
+		snapshots []uint64
+		want      string
+	}{
+		{nil, "a=old a=older b=gone"},
+		{[]uint64{2}, "a=old"},
+	} {
+		var got []string
+		ci := &compactionIter{in: parseEntries(t, "a#5,SET=new a#3,SET=old a#1,SET=older b#4,DEL= b#2,SET=gone c#7,MERGE=x c#6,SET=base"),
+			merger: ConcatMerger, snapshots: tc.snapshots, isBase: func([]byte) bool { return true },
+			shadowed: func(k, v []byte) { got = append(got, string(k)+"="+string(v)) }}
+		for ok := ci.first(); ok; ok = ci.next() {
+		}
+		if ci.err != nil {
+			t.Fatal(ci.err)
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("snapshots %v: shadowed %q, want %q", tc.snapshots, strings.Join(got, " "), tc.want)
+		}
+	}
+}

@@ -106,7 +106,7 @@ func (d *DB) writeL0(m *memtable.Memtable, v *manifest.Version) (*manifest.FileM
 // when the filter left nothing to write.
 func (d *DB) writeL0Table(m *memtable.Memtable, v *manifest.Version, snaps []uint64) (*manifest.FileMetadata, bool, error) {
 	ci := &compactionIter{
-		in: memIter{m.NewIter()}, merger: d.opts.Merger, filter: d.opts.CompactionFilter,
+		in: memIter{m.NewIter()}, merger: d.opts.Merger, filter: d.opts.CompactionFilter, shadowed: d.opts.OnShadowed,
 		level: 0, snapshots: snaps, isBase: baseLevelChecker(v, 0),
 	}
 	outs, err := d.writeTables(ci, 0, nil)

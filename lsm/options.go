@@ -143,6 +143,12 @@ type Options struct {
 	Merger *Merger
 	// CompactionFilter, when set, sees entries during flush and compaction.
 	CompactionFilter CompactionFilter
+	// OnShadowed, when set, is called during flush and compaction with each
+	// Set that a newer entry of its key hides from every reader, as it is
+	// dropped: a secondary index can drop what pointed at it. It runs on
+	// the background goroutine, so it must be quick and must not write to
+	// this DB; key and value are valid only during the call.
+	OnShadowed func(key, value []byte)
 	// BlockPropertyCollectors make fresh collectors for each table written.
 	BlockPropertyCollectors []func() BlockPropertyCollector
 	// FilterPrefixes names extra strings of each key (typically prefixes,

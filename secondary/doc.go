@@ -26,7 +26,12 @@
 // number, so an update or delete makes older entries stale without
 // touching them, and no strategy returns a stale row.
 //
-// Not yet here: DELI, the Bloom filter hierarchy, the Embedded index's
+//   - DELI: entries appended like Composite's, keyed newest first, and
+//     repaired: the primary table's compaction deletes the entries of the
+//     row versions it drops, and lookups delete the stale ones they meet
+//     (deli.go).
+//
+// Not yet here: the Bloom filter hierarchy, the Embedded index's
 // in-memory map for the memtable and its GetLite validation (candidates
 // are validated with a full Get), and the broker wiring.
 package secondary

@@ -23,6 +23,8 @@ func (ix *index) add(v Value, p posting, o *lsm.WriteOptions) error {
 		return ix.db.Set(key, append(appendPosting(nil, p), list...), o)
 	case Lazy:
 		return ix.db.Merge(key, appendPosting(nil, p), o)
+	case DELI:
+		return ix.db.Set(deliKey(v, p.seq, p.pk), nil, o)
 	default:
 		return ix.db.Set(append(key, p.pk...), appendPosting(nil, posting{seq: p.seq}), o)
 	}
@@ -67,6 +69,8 @@ func (ix *index) lookup(t *Table, v Value, k int) ([]Row, error) {
 		return t.validNewestFirst(list, k)
 	case Lazy:
 		return ix.lazyLookup(t, key, k)
+	case DELI:
+		return ix.deliScan(t, key, prefixEnd(key), k, true)
 	}
 	return ix.scan(t, key, prefixEnd(key), k)
 }
@@ -120,6 +124,9 @@ func (t *Table) validNewestFirst(list []byte, k int) ([]Row, error) {
 func (ix *index) rangeLookup(t *Table, a, b Value, k int) ([]Row, error) {
 	lo := a.appendKey(nil)
 	hi := prefixEnd(b.appendKey(nil))
+	if ix.Strategy == DELI {
+		return ix.deliScan(t, lo, hi, k, false)
+	}
 	return ix.scan(t, lo, hi, k)
 }
 

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/seed84792017/cellcast/lsm"
 )
@@ -22,6 +23,7 @@ const (
 	Eager     Strategy = "eager"
 	Lazy      Strategy = "lazy"
 	Composite Strategy = "composite"
+	DELI      Strategy = "deli"
 )
 
 // Attr declares an indexed attribute.
@@ -69,6 +71,10 @@ type Table struct {
 	primary *lsm.DB
 	seq     uint64
 	indexes map[string]*index
+	// deli lists the DELI indexes once all are open, for the primary
+	// table's compaction to repair (see deli.go).
+	deli     atomic.Pointer[[]*index]
+	repaired atomic.Uint64 // stale DELI entries deleted
 }
 
 // index is one attribute's index: a stand-alone engine, or for Embedded
@@ -92,8 +98,8 @@ func Open(dir string, cfg Config) (*Table, error) {
 			return nil, fmt.Errorf("%w: attribute name %q empty, repeated or not a plain file name", ErrConfig, a.Name)
 		case a.Type != Int && a.Type != String:
 			return nil, fmt.Errorf("%w: attribute %q has type %v", ErrConfig, a.Name, a.Type)
-		case a.Strategy != Embedded && a.Strategy != Eager && a.Strategy != Lazy && a.Strategy != Composite:
-			return nil, fmt.Errorf("%w: attribute %q has strategy %q (want embedded, eager, lazy or composite)", ErrConfig, a.Name, a.Strategy)
+		case a.Strategy != Embedded && a.Strategy != Eager && a.Strategy != Lazy && a.Strategy != Composite && a.Strategy != DELI:
+			return nil, fmt.Errorf("%w: attribute %q has strategy %q (want embedded, eager, lazy, composite or deli)", ErrConfig, a.Name, a.Strategy)
 		}
 		seen[a.Name] = true
 	}
@@ -111,6 +117,7 @@ func Open(dir string, cfg Config) (*Table, error) {
 			po.BlockPropertyCollectors = append(po.BlockPropertyCollectors, func() lsm.BlockPropertyCollector { return newZoneBloom(a.Name) })
 		}
 	}
+	po.OnShadowed = t.shadowed
 	var err error
 	if t.primary, err = lsm.Open(filepath.Join(dir, "primary"), &po); err != nil {
 		return nil, err
@@ -133,11 +140,19 @@ func Open(dir string, cfg Config) (*Table, error) {
 		}
 		t.indexes[a.Name] = &index{Attr: a, db: db}
 	}
+	var deli []*index
+	for _, ix := range t.indexes {
+		if ix.Strategy == DELI {
+			deli = append(deli, ix)
+		}
+	}
+	t.deli.Store(&deli)
 	return t, nil
 }
 
 // Close closes every engine.
 func (t *Table) Close() error {
+	t.deli.Store(nil)
 	var errs []error
 	if t.primary != nil {
 		errs = append(errs, t.primary.Close())

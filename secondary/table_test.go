@@ -13,7 +13,7 @@ import (
 	"github.com/seed84792017/cellcast/lsm"
 )
 
-var strategies = []Strategy{Embedded, Eager, Lazy, Composite}
+var strategies = []Strategy{Embedded, Eager, Lazy, Composite, DELI}
 
 // attrs indexes "user" and "time" once per strategy, so every strategy
 // answers over the same rows.
@@ -268,5 +268,68 @@ func TestEmbeddedSkipsBlocks(t *testing.T) {
 	t.Logf("point: %d of %d blocks", some, all)
 	if len(rs) != 3 || rs[0].Doc["time"].I != 4507 || some*100 > all {
 		t.Fatalf("point: %+v, %d blocks read of %d", rs, some, all)
+	}
+}
+
+// TestDELIRepairs: the primary table's compaction deletes the entries of
+// the row versions it drops, and a lookup deletes the stale entries it
+// meets, so the index ends with one entry per live row.
+func TestDELIRepairs(t *testing.T) {
+	tb, err := Open(t.TempDir(), Config{Attrs: []Attr{{Name: "user", Type: String, Strategy: DELI}}, Options: smallEngine()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb.Close()
+	for round := range 5 {
+		for i := range 200 {
+			if err := tb.Put("k"+strconv.Itoa(i), Doc{"user": StringValue("u" + strconv.Itoa((i+round)%7))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i := range 20 {
+		if err := tb.Delete("k" + strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries := func() int {
+		it, err := tb.indexes["user"].db.NewIter(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer it.Close()
+		n := 0
+		for ok := it.First(); ok; ok = it.Next() {
+			n++
+		}
+		return n
+	}
+	// 5 versions of 200 rows made 1,000 entries; background flushes may
+	// already be repairing.
+	if err := tb.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := entries(); n != 180 || n+int(tb.repaired.Load()) != 1000 {
+		t.Fatalf("after compaction %d entries (%d repaired), want 180: one per live row", n, tb.repaired.Load())
+	}
+	// A stale entry the compaction has not seen yet: read repair.
+	if err := tb.Put("k50", Doc{"user": StringValue("fresh")}); err != nil {
+		t.Fatal(err)
+	}
+	old := "u" + strconv.Itoa((50+4)%7)
+	rs, err := tb.Lookup("user", StringValue(old), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if r.Key == "k50" {
+			t.Fatal("a stale row returned")
+		}
+	}
+	if n := entries(); n != 180 {
+		t.Fatalf("%d entries after the lookup, want 180 (k50's old entry repaired, its new one added)", n)
 	}
 }
