@@ -31,7 +31,14 @@
 //     row versions it drops, and lookups delete the stale ones they meet
 //     (deli.go).
 //
-// Not yet here: the Bloom filter hierarchy, the Embedded index's
-// in-memory map for the memtable and its GetLite validation (candidates
-// are validated with a full Get), and the broker wiring.
+//   - BloomHierarchy: each table of the primary carries a fixed-size bloom
+//     filter of the attribute; the filters form a tree of order 4 whose
+//     inner nodes OR their children, and a Lookup probes only the subtrees
+//     that admit the value before reading the tables left, as Embedded
+//     does. RangeLookup uses the zone maps (bfh.go).
+//
+// Not yet here: the Embedded index's in-memory map for the memtable (the
+// memtable is scanned whole) and its GetLite validation (candidates are
+// validated with a full Get), the benchmarks of the study, and the broker
+// wiring.
 package secondary

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"hash/fnv"
+	"math/rand/v2"
 
 	"github.com/seed84792017/cellcast/lsm"
 )
@@ -19,19 +20,38 @@ const embeddedBitsPerValue = 10
 
 func collectorName(attr string) string { return "secondary.embedded." + attr }
 
-// zoneBloom collects one attribute's summaries.
-type zoneBloom struct {
-	attr     string
-	hashes   []uint64 // this block's values, hashed
-	min, max []byte   // this block's zone
-	tmin     []byte   // the table's zone
-	tmax     []byte
-	any      bool
+// hierarchyCollector also summarizes each table by a fixed-size bloom
+// filter, the hierarchy's leaf.
+func hierarchyCollector(attr string) lsm.BlockPropertyCollector {
+	return &zoneBloom{attr: attr, name: collectorName(attr), tableBits: hierarchyBits}
 }
 
-func newZoneBloom(attr string) lsm.BlockPropertyCollector { return &zoneBloom{attr: attr} }
+// Summaries start with a kind: a block's, or a table's (which for the
+// Bloom filter hierarchy also carries a bloom filter of the whole table
+// and a nonce naming the table).
+const (
+	blockSummary = 'b'
+	tableSummary = 't'
+)
 
-func (z *zoneBloom) Name() string { return collectorName(z.attr) }
+// zoneBloom collects one attribute's summaries.
+type zoneBloom struct {
+	attr      string
+	name      string
+	tableBits uint64   // 0: no table bloom (Embedded)
+	all       []uint64 // the table's values, hashed, for the table bloom
+	hashes    []uint64 // this block's values, hashed
+	min, max  []byte   // this block's zone
+	tmin      []byte   // the table's zone
+	tmax      []byte
+	any       bool
+}
+
+func newZoneBloom(attr string) lsm.BlockPropertyCollector {
+	return &zoneBloom{attr: attr, name: collectorName(attr)}
+}
+
+func (z *zoneBloom) Name() string { return z.name }
 
 func (z *zoneBloom) Add(k lsm.InternalKey, v []byte) error {
 	if k.Kind() != lsm.KindSet || !bytes.HasPrefix(k.UserKey, []byte("r/")) {
@@ -47,6 +67,9 @@ func (z *zoneBloom) Add(k lsm.InternalKey, v []byte) error {
 	}
 	enc := val.appendKey(nil)
 	z.hashes = append(z.hashes, hash(enc))
+	if z.tableBits > 0 {
+		z.all = append(z.all, hash(enc))
+	}
 	if z.min == nil || bytes.Compare(enc, z.min) < 0 {
 		z.min = enc
 	}
@@ -69,14 +92,9 @@ func (z *zoneBloom) FinishDataBlock() ([]byte, error) {
 	var out []byte
 	if len(z.hashes) > 0 {
 		nbits := uint64(max(64, embeddedBitsPerValue*len(z.hashes)))
-		bits := make([]byte, (nbits+7)/8)
-		for _, h := range z.hashes {
-			for _, bit := range probes(h, nbits) {
-				bits[bit/8] |= 1 << (bit % 8)
-			}
-		}
+		out = append(out, blockSummary)
 		out = binary.AppendUvarint(out, nbits)
-		out = append(out, bits...)
+		out = append(out, bloomBits(z.hashes, nbits)...)
 		out = appendZone(out, z.min, z.max)
 	}
 	z.hashes, z.min, z.max = z.hashes[:0], nil, nil
@@ -87,9 +105,34 @@ func (z *zoneBloom) FinishTable() ([]byte, error) {
 	if !z.any {
 		return nil, nil
 	}
-	out := appendZone(binary.AppendUvarint(nil, 0), z.tmin, z.tmax)
-	z.any, z.tmin, z.tmax = false, nil, nil
+	out := []byte{tableSummary}
+	out = binary.AppendUvarint(out, z.tableBits)
+	if z.tableBits > 0 {
+		out = binary.LittleEndian.AppendUint64(out, rand.Uint64()) // the nonce
+		out = append(out, bloomBits(z.all, z.tableBits)...)
+	}
+	out = appendZone(out, z.tmin, z.tmax)
+	z.any, z.tmin, z.tmax, z.all = false, nil, nil, z.all[:0]
 	return out, nil
+}
+
+func bloomBits(hashes []uint64, nbits uint64) []byte {
+	bits := make([]byte, (nbits+7)/8)
+	for _, h := range hashes {
+		for _, bit := range probes(h, nbits) {
+			bits[bit/8] |= 1 << (bit % 8)
+		}
+	}
+	return bits
+}
+
+func bloomHas(bits []byte, nbits, h uint64) bool {
+	for _, bit := range probes(h, nbits) {
+		if bits[bit/8]&(1<<(bit%8)) == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func appendZone(b, lo, hi []byte) []byte {
@@ -115,13 +158,52 @@ func probes(h, nbits uint64) [6]uint64 {
 	return out
 }
 
+// summary is a parsed summary.
+type summary struct {
+	kind   byte
+	nbits  uint64
+	nonce  uint64 // tables of the hierarchy only
+	bits   []byte
+	lo, hi []byte
+}
+
+func parseSummary(prop []byte) (summary, bool) {
+	var s summary
+	if len(prop) < 2 {
+		return s, false
+	}
+	s.kind, prop = prop[0], prop[1:]
+	nbits, n := binary.Uvarint(prop)
+	if n <= 0 {
+		return s, false
+	}
+	s.nbits, prop = nbits, prop[n:]
+	if s.kind == tableSummary && nbits > 0 {
+		if len(prop) < 8 {
+			return s, false
+		}
+		s.nonce, prop = binary.LittleEndian.Uint64(prop), prop[8:]
+	}
+	if nbits > uint64(len(prop))*8 {
+		return s, false
+	}
+	s.bits, prop = prop[:(nbits+7)/8], prop[(nbits+7)/8:]
+	var ok1, ok2 bool
+	s.lo, prop, ok1 = readZone(prop)
+	s.hi, _, ok2 = readZone(prop)
+	return s, ok1 && ok2
+}
+
 // zoneFilter passes the tables and blocks that may hold a value in
 // [lo, hi] (encoded), and with a point (lo == hi) whose bloom admits it.
+// skip (the hierarchy's verdicts) decides the tables it names without a
+// probe of their own filters: true skips, false reads.
 type zoneFilter struct {
 	name   string
 	lo, hi []byte
 	point  uint64
 	exact  bool
+	skip   map[uint64]bool
 }
 
 func (f *zoneFilter) Name() string { return f.name }
@@ -130,26 +212,20 @@ func (f *zoneFilter) Intersects(prop []byte) (bool, error) {
 	if len(prop) == 0 {
 		return false, nil // nothing in it has the attribute
 	}
-	nbits, n := binary.Uvarint(prop)
-	if n <= 0 || nbits > uint64(len(prop)-n)*8 {
-		return true, nil // unreadable: read the block
+	s, ok := parseSummary(prop)
+	if !ok {
+		return true, nil // unreadable: read it
 	}
-	bits := prop[n : n+int((nbits+7)/8)]
-	rest := prop[n+len(bits):]
-	lo, rest, ok1 := readZone(rest)
-	hi, _, ok2 := readZone(rest)
-	if !ok1 || !ok2 {
-		return true, nil
+	if s.kind == tableSummary && s.nbits > 0 {
+		if skip, ok := f.skip[s.nonce]; ok {
+			return !skip, nil
+		}
 	}
-	if bytes.Compare(f.hi, lo) < 0 || bytes.Compare(f.lo, hi) > 0 {
+	if bytes.Compare(f.hi, s.lo) < 0 || bytes.Compare(f.lo, s.hi) > 0 {
 		return false, nil
 	}
-	if f.exact && nbits > 0 {
-		for _, bit := range probes(f.point, nbits) {
-			if bits[bit/8]&(1<<(bit%8)) == 0 {
-				return false, nil
-			}
-		}
+	if f.exact && s.nbits > 0 && !bloomHas(s.bits, s.nbits, f.point) {
+		return false, nil
 	}
 	return true, nil
 }
@@ -163,10 +239,11 @@ func readZone(b []byte) ([]byte, []byte, bool) {
 }
 
 // embeddedScan reads the rows whose blocks may hold a value of attr in
-// [a, b] and keeps the k newest that do and are current.
-func (t *Table) embeddedScan(attr string, a, b Value, k int) ([]Row, error) {
+// [a, b] and keeps the k newest that do and are current. skip names
+// tables to pass over.
+func (t *Table) embeddedScan(attr string, a, b Value, k int, skip map[uint64]bool) ([]Row, error) {
 	lo, hi := a.appendKey(nil), b.appendKey(nil)
-	f := &zoneFilter{name: collectorName(attr), lo: lo, hi: hi}
+	f := &zoneFilter{name: collectorName(attr), lo: lo, hi: hi, skip: skip}
 	if a.Compare(b) == 0 {
 		f.exact, f.point = true, hash(lo)
 	}

@@ -24,6 +24,9 @@ const (
 	Lazy      Strategy = "lazy"
 	Composite Strategy = "composite"
 	DELI      Strategy = "deli"
+	// BloomHierarchy answers Lookup from a tree of per-table bloom filters
+	// and RangeLookup from zone maps, with no index of its own (bfh.go).
+	BloomHierarchy Strategy = "bloom-hierarchy"
 )
 
 // Attr declares an indexed attribute.
@@ -81,7 +84,8 @@ type Table struct {
 // none (its summaries live in the primary table).
 type index struct {
 	Attr
-	db *lsm.DB
+	db  *lsm.DB
+	bfh *bfhState // BloomHierarchy
 }
 
 var seqKey = []byte("m/seq") // the last sequence number, beside the rows
@@ -98,8 +102,8 @@ func Open(dir string, cfg Config) (*Table, error) {
 			return nil, fmt.Errorf("%w: attribute name %q empty, repeated or not a plain file name", ErrConfig, a.Name)
 		case a.Type != Int && a.Type != String:
 			return nil, fmt.Errorf("%w: attribute %q has type %v", ErrConfig, a.Name, a.Type)
-		case a.Strategy != Embedded && a.Strategy != Eager && a.Strategy != Lazy && a.Strategy != Composite && a.Strategy != DELI:
-			return nil, fmt.Errorf("%w: attribute %q has strategy %q (want embedded, eager, lazy, composite or deli)", ErrConfig, a.Name, a.Strategy)
+		case !slices.Contains([]Strategy{Embedded, Eager, Lazy, Composite, DELI, BloomHierarchy}, a.Strategy):
+			return nil, fmt.Errorf("%w: attribute %q has strategy %q (want embedded, eager, lazy, composite, deli or bloom-hierarchy)", ErrConfig, a.Name, a.Strategy)
 		}
 		seen[a.Name] = true
 	}
@@ -113,8 +117,11 @@ func Open(dir string, cfg Config) (*Table, error) {
 	}
 	po.BlockPropertyCollectors = slices.Clone(po.BlockPropertyCollectors)
 	for _, a := range cfg.Attrs {
-		if a.Strategy == Embedded {
+		switch a.Strategy {
+		case Embedded:
 			po.BlockPropertyCollectors = append(po.BlockPropertyCollectors, func() lsm.BlockPropertyCollector { return newZoneBloom(a.Name) })
+		case BloomHierarchy:
+			po.BlockPropertyCollectors = append(po.BlockPropertyCollectors, func() lsm.BlockPropertyCollector { return hierarchyCollector(a.Name) })
 		}
 	}
 	po.OnShadowed = t.shadowed
@@ -129,8 +136,8 @@ func Open(dir string, cfg Config) (*Table, error) {
 		return nil, err
 	}
 	for _, a := range cfg.Attrs {
-		if a.Strategy == Embedded {
-			t.indexes[a.Name] = &index{Attr: a}
+		if a.Strategy == Embedded || a.Strategy == BloomHierarchy {
+			t.indexes[a.Name] = &index{Attr: a, bfh: &bfhState{}}
 			continue
 		}
 		db, err := lsm.Open(filepath.Join(dir, "index-"+a.Name), cfg.Options)
@@ -300,8 +307,11 @@ func (t *Table) Lookup(attr string, v Value, k int) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ix.Strategy == Embedded {
-		return t.embeddedScan(attr, v, v, k)
+	switch ix.Strategy {
+	case Embedded:
+		return t.embeddedScan(attr, v, v, k, nil)
+	case BloomHierarchy:
+		return t.hierarchyLookup(ix, v, k)
 	}
 	return ix.lookup(t, v, k)
 }
@@ -316,8 +326,8 @@ func (t *Table) RangeLookup(attr string, a, b Value, k int) ([]Row, error) {
 	if a.Compare(b) >= 0 {
 		return nil, fmt.Errorf("%w: [%v, %v]", ErrBadRange, a, b)
 	}
-	if ix.Strategy == Embedded {
-		return t.embeddedScan(attr, a, b, k)
+	if ix.Strategy == Embedded || ix.Strategy == BloomHierarchy {
+		return t.embeddedScan(attr, a, b, k, nil)
 	}
 	return ix.rangeLookup(t, a, b, k)
 }

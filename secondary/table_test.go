@@ -13,7 +13,7 @@ import (
 	"github.com/seed84792017/cellcast/lsm"
 )
 
-var strategies = []Strategy{Embedded, Eager, Lazy, Composite, DELI}
+var strategies = []Strategy{Embedded, Eager, Lazy, Composite, DELI, BloomHierarchy}
 
 // attrs indexes "user" and "time" once per strategy, so every strategy
 // answers over the same rows.
@@ -331,5 +331,34 @@ func TestDELIRepairs(t *testing.T) {
 	}
 	if n := entries(); n != 180 {
 		t.Fatalf("%d entries after the lookup, want 180 (k50's old entry repaired, its new one added)", n)
+	}
+}
+
+// TestHierarchyProbesFewFilters: with a value in few of many tables, the
+// tree rules the others out with far fewer probes than one per table.
+func TestHierarchyProbesFewFilters(t *testing.T) {
+	tb, err := Open(t.TempDir(), Config{Attrs: []Attr{{Name: "batch", Type: String, Strategy: BloomHierarchy}}, Options: smallEngine()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb.Close()
+	for i := range 80000 {
+		if err := tb.Put("k"+strconv.Itoa(i), Doc{"batch": StringValue("b" + strconv.Itoa(i/200))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tb.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	st := tb.indexes["batch"].bfh
+	for _, b := range []int{3, 157, 399} {
+		rs, err := tb.Lookup("batch", StringValue("b"+strconv.Itoa(b)), 0)
+		if err != nil || len(rs) != 200 {
+			t.Fatalf("batch %d: %d rows, %v", b, len(rs), err)
+		}
+	}
+	t.Logf("%d filters probed, %d for a flat scan", st.probes, st.flat)
+	if st.flat < 3*40 || st.probes*2 > st.flat {
+		t.Fatalf("%d filters probed, %d for a flat scan", st.probes, st.flat)
 	}
 }
