@@ -5,7 +5,7 @@ GO ?= go
 # (golang/go#75804, fixed in 1.27). 200k runs take 3-12 s per target here.
 FUZZTIME ?= 200000x
 
-.PHONY: test vet tools unit peers race fuzz bench-lsm bench-broker bench-storage bench-pebble
+.PHONY: test vet tools unit peers race fuzz bench-lsm bench-broker bench-storage bench-pebble bench-index
 
 test: vet tools unit peers race fuzz
 
@@ -55,6 +55,10 @@ bench-lsm:
 # The thesis's storage experiments, Fig. 4.8–4.15 (docs/storage-benchmarks.md).
 bench-storage:
 	$(GO) run ./bench/cmd/pubsubbench -out bench-results
+
+# The secondary-index study on every strategy (docs/secondary-indexes.md).
+bench-index:
+	$(GO) run ./bench/cmd/indexbench -out bench-results-index
 
 # Our DualDB against DualDB's layout on Pebble (docs/benchmarks.md).
 bench-pebble:

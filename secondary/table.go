@@ -399,3 +399,40 @@ func (t *Table) Compact(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// Metrics are a table's costs, summed over its engines.
+type Metrics struct {
+	DiskBytes       uint64 // live tables
+	BlocksRead      int64  // data blocks read, from the cache or disk
+	CompactBytesOut int64  // written by compactions
+	FlushBytes      int64
+	// The Bloom filter hierarchy's probes, and what flat checks of every
+	// table's filter would have cost.
+	HierarchyProbes, FlatProbes uint64
+	DELIRepaired                uint64 // stale DELI entries deleted
+}
+
+// Metrics returns the table's metrics.
+func (t *Table) Metrics() Metrics {
+	var m Metrics
+	add := func(lm *lsm.Metrics) {
+		m.DiskBytes += lm.DiskSize()
+		m.BlocksRead += lm.BlocksFromCache + lm.BlocksFromDisk
+		m.CompactBytesOut += lm.CompactBytesOut
+		m.FlushBytes += lm.FlushBytes
+	}
+	add(t.primary.Metrics())
+	for _, ix := range t.indexes {
+		if ix.db != nil {
+			add(ix.db.Metrics())
+		}
+		if ix.bfh != nil {
+			ix.bfh.mu.Lock()
+			m.HierarchyProbes += ix.bfh.probes
+			m.FlatProbes += ix.bfh.flat
+			ix.bfh.mu.Unlock()
+		}
+	}
+	m.DELIRepaired = t.repaired.Load()
+	return m
+}
