@@ -200,9 +200,14 @@ func (t *Table) Put(pk string, doc Doc) error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	old, err := t.getLocked(pk)
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return err
+	// Only Eager lists need the replaced version; the other strategies
+	// write without reading.
+	var old *Row
+	if t.hasEager() {
+		var err error
+		if old, err = t.getLocked(pk); err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
 	}
 	seq := t.seq + 1
 	for _, ix := range t.indexes {
@@ -230,6 +235,9 @@ func (t *Table) Delete(pk string) error {
 	if err != nil {
 		return err
 	}
+	if !t.hasEager() {
+		old = nil
+	}
 	b := lsm.NewBatch()
 	b.Delete(rowKey(pk))
 	t.seq++
@@ -238,6 +246,15 @@ func (t *Table) Delete(pk string) error {
 		return err
 	}
 	return t.dropOld(old, pk)
+}
+
+func (t *Table) hasEager() bool {
+	for _, ix := range t.indexes {
+		if ix.Strategy == Eager {
+			return true
+		}
+	}
+	return false
 }
 
 // dropOld takes a replaced or deleted version out of the Eager lists, the
