@@ -32,7 +32,7 @@ var strategies = []secondary.Strategy{secondary.Embedded, secondary.BloomHierarc
 var (
 	n       = flag.Int("n", 100_000, "rows loaded")
 	users   = flag.Int("users", 10_000, "distinct UserIDs")
-	queries = flag.Int("queries", 300, "lookups per measurement")
+	queries = flag.Int("queries", 1000, "lookups per measurement")
 	mixedN  = flag.Int("mixed", 50_000, "operations per mixed workload")
 	out     = flag.String("out", "bench-results-index", "directory for results.csv, the plots and report.md")
 	seed    = flag.Int64("seed", 1, "data set seed")
