@@ -103,3 +103,17 @@ func TestSetupsScale(t *testing.T) {
 		}
 	}
 }
+
+func TestParseScale(t *testing.T) {
+	if k, err := ParseScale("full"); err != nil || k*400_000 != 15_000_000 {
+		t.Fatalf("full: %g, %v", k, err)
+	}
+	if k, err := ParseScale("0.5"); err != nil || k != 0.5 {
+		t.Fatalf("0.5: %g, %v", k, err)
+	}
+	for _, bad := range []string{"0", "-1", "x", "NaN", "Inf"} {
+		if _, err := ParseScale(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

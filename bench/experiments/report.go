@@ -2,8 +2,10 @@ package experiments
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -111,4 +113,41 @@ func barFigure(md *strings.Builder, write func(string, string) error, f string, 
 	}
 	md.WriteString("\n")
 	return write("fig-"+f+".svg", BarPlot("Fig. "+f+": "+rs[0].Setup.Name, "mean µs per operation", groups, ss))
+}
+
+// FullScale is the -scale that runs the thesis's 15 million operations
+// per flat workload.
+const FullScale = 15_000_000.0 / 400_000
+
+// ParseScale reads a -scale flag: a positive multiple of the default
+// size, or "full".
+func ParseScale(s string) (float64, error) {
+	if s == "full" {
+		return FullScale, nil
+	}
+	k, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(k > 0) || math.IsInf(k, 0) {
+		return 0, fmt.Errorf("-scale %q: want a positive number or full", s)
+	}
+	return k, nil
+}
+
+// WriteResults writes results.csv, the SVG figures and report.md (see
+// Report) into dir.
+func WriteResults(dir string, rs []*Result, claims map[string]string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var csv strings.Builder
+	if err := WriteCSV(&csv, rs); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.csv"), []byte(csv.String()), 0o644); err != nil {
+		return err
+	}
+	md, err := Report(dir, "", rs, claims)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "report.md"), []byte(md), 0o644)
 }

@@ -11,9 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 
 	"github.com/seed84792017/cellcast/bench/experiments"
@@ -41,12 +39,9 @@ func run() error {
 		noSnappy   = flag.Bool("no-snappy", false, "store table blocks uncompressed")
 	)
 	flag.Parse()
-	k := 37.5
-	if *scale != "full" {
-		var err error
-		if k, err = strconv.ParseFloat(*scale, 64); err != nil || k <= 0 {
-			return fmt.Errorf("-scale %q: want a positive number or full", *scale)
-		}
+	k, err := experiments.ParseScale(*scale)
+	if err != nil {
+		return err
 	}
 	if *chunks < 1 {
 		return fmt.Errorf("-chunks %d: want at least 1", *chunks)
@@ -58,9 +53,6 @@ func run() error {
 		}
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
-	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return err
 	}
 	o := &lsm.Options{BlockCacheSize: int64(*cacheMiB) << 20, MemTableSize: int64(*memMiB) << 20}
 	if *noSnappy {
@@ -84,20 +76,5 @@ func run() error {
 			results = append(results, r)
 		}
 	}
-	f, err := os.Create(filepath.Join(*out, "results.csv"))
-	if err != nil {
-		return err
-	}
-	if err := experiments.WriteCSV(f, results); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	md, err := experiments.Report(*out, "", results, experiments.ThesisClaims)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(*out, "report.md"), []byte(md), 0o644)
+	return experiments.WriteResults(*out, results, experiments.ThesisClaims)
 }

@@ -11,8 +11,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/seed84792017/cellcast/bench/experiments"
@@ -35,18 +33,12 @@ func run() error {
 		chunks = flag.Int("chunks", 10, "report the mean time per operation over this many chunks of each run")
 	)
 	flag.Parse()
-	k := 37.5
-	if *scale != "full" {
-		var err error
-		if k, err = strconv.ParseFloat(*scale, 64); err != nil || k <= 0 {
-			return fmt.Errorf("-scale %q: want a positive number or full", *scale)
-		}
+	k, err := experiments.ParseScale(*scale)
+	if err != nil {
+		return err
 	}
 	if *chunks < 1 {
 		return fmt.Errorf("-chunks %d: want at least 1", *chunks)
-	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return err
 	}
 	openers := map[string]experiments.Opener{
 		"dualdb": experiments.Openers(nil)["dualdb"],
@@ -78,25 +70,10 @@ func run() error {
 			results = append(results, r)
 		}
 	}
-	f, err := os.Create(filepath.Join(*out, "results.csv"))
-	if err != nil {
-		return err
-	}
-	if err := experiments.WriteCSV(f, results); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	md, err := experiments.Report(*out, "", results, map[string]string{
+	return experiments.WriteResults(*out, results, map[string]string{
 		"4.8":  "Target (issue): our DualDB at least 1.5× as fast as the Pebble-backed one on this subscription-heavy workload",
 		"4.9":  "No target; the thesis's workload with publications dominating",
 		"4.10": "No target; self-joins",
 		"4.11": "No target; self-joins, publications dominating",
 	})
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(*out, "report.md"), []byte(md), 0o644)
 }
