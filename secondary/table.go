@@ -1,7 +1,7 @@
 package secondary
 
 import (
-	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -74,6 +74,7 @@ type Table struct {
 	primary *lsm.DB
 	seq     uint64
 	indexes map[string]*index
+	eager   bool // some attribute is Eager: writes need the replaced row
 	// deli lists the DELI indexes once all are open, for the primary
 	// table's compaction to repair (see deli.go).
 	deli     atomic.Pointer[[]*index]
@@ -140,6 +141,7 @@ func Open(dir string, cfg Config) (*Table, error) {
 			t.indexes[a.Name] = &index{Attr: a, bfh: &bfhState{}}
 			continue
 		}
+		t.eager = t.eager || a.Strategy == Eager
 		db, err := lsm.Open(filepath.Join(dir, "index-"+a.Name), cfg.Options)
 		if err != nil {
 			t.Close()
@@ -203,9 +205,9 @@ func (t *Table) Put(pk string, doc Doc) error {
 	// Only Eager lists need the replaced version; the other strategies
 	// write without reading.
 	var old *Row
-	if t.hasEager() {
+	if t.eager {
 		var err error
-		if old, err = t.getLocked(pk); err != nil && !errors.Is(err, ErrNotFound) {
+		if old, err = t.get(pk); err != nil && !errors.Is(err, ErrNotFound) {
 			return err
 		}
 	}
@@ -231,11 +233,11 @@ func (t *Table) Delete(pk string) error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	old, err := t.getLocked(pk)
+	old, err := t.get(pk)
 	if err != nil {
 		return err
 	}
-	if !t.hasEager() {
+	if !t.eager {
 		old = nil
 	}
 	b := lsm.NewBatch()
@@ -246,15 +248,6 @@ func (t *Table) Delete(pk string) error {
 		return err
 	}
 	return t.dropOld(old, pk)
-}
-
-func (t *Table) hasEager() bool {
-	for _, ix := range t.indexes {
-		if ix.Strategy == Eager {
-			return true
-		}
-	}
-	return false
 }
 
 // dropOld takes a replaced or deleted version out of the Eager lists, the
@@ -285,12 +278,10 @@ func (t *Table) Get(pk string) (*Row, error) {
 	if pk == "" {
 		return nil, ErrBadKey
 	}
-	return t.getLocked(pk)
+	return t.get(pk)
 }
 
-// getLocked reads a row; despite the name it needs no lock (the engine
-// is safe for concurrent use): writers call it under t.mu.
-func (t *Table) getLocked(pk string) (*Row, error) {
+func (t *Table) get(pk string) (*Row, error) {
 	v, err := t.primary.Get(rowKey(pk))
 	if errors.Is(err, lsm.ErrNotFound) {
 		return nil, fmt.Errorf("%w: %q", ErrNotFound, pk)
@@ -307,7 +298,7 @@ func (t *Table) getLocked(pk string) (*Row, error) {
 
 // valid returns the row an entry points at if the entry is current.
 func (t *Table) valid(p posting) (*Row, error) {
-	r, err := t.getLocked(p.pk)
+	r, err := t.get(p.pk)
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil
 	}
@@ -368,13 +359,10 @@ func (t *Table) index(attr string, k int, vs ...Value) (*index, error) {
 // topK validates candidates newest first until k rows are found.
 func (t *Table) topK(cands []posting, k int) ([]Row, error) {
 	slices.SortFunc(cands, func(a, b posting) int {
-		if a.seq != b.seq {
-			if a.seq > b.seq {
-				return -1
-			}
-			return 1
+		if c := cmp.Compare(b.seq, a.seq); c != 0 { // newest first
+			return c
 		}
-		return bytes.Compare([]byte(a.pk), []byte(b.pk))
+		return cmp.Compare(a.pk, b.pk)
 	})
 	var out []Row
 	for i, p := range cands {

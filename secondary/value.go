@@ -1,6 +1,7 @@
 package secondary
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -46,21 +47,9 @@ func (v Value) String() string {
 // Compare orders values of one type.
 func (v Value) Compare(o Value) int {
 	if v.Type == Int {
-		switch {
-		case v.I < o.I:
-			return -1
-		case v.I > o.I:
-			return 1
-		}
-		return 0
+		return cmp.Compare(v.I, o.I)
 	}
-	switch {
-	case v.S < o.S:
-		return -1
-	case v.S > o.S:
-		return 1
-	}
-	return 0
+	return cmp.Compare(v.S, o.S)
 }
 
 // appendKey appends v's order-preserving, self-delimiting encoding: ints
