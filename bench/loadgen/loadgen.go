@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -405,19 +406,12 @@ func (r *run) errorCount() int {
 }
 
 // stamp is the stamp of an id (sid or pid): base-36 digits before the
-// first '-'.
+// first '-' (subscriptions.FormatID); 0 if there are none.
 func stamp(id string) int64 {
-	var t int64
-	for i := 0; i < len(id); i++ {
-		switch ch := id[i]; {
-		case ch >= '0' && ch <= '9':
-			t = t*36 + int64(ch-'0')
-		case ch >= 'a' && ch <= 'z':
-			t = t*36 + int64(ch-'a'+10)
-		default:
-			return t
-		}
+	if i := strings.IndexByte(id, '-'); i >= 0 {
+		id = id[:i]
 	}
+	t, _ := strconv.ParseInt(id, 36, 64)
 	return t
 }
 
@@ -428,6 +422,3 @@ func parseTime(s string) int64 {
 	}
 	return t.UnixNano()
 }
-
-// itoa is strconv.Itoa, named for the request ids.
-func itoa(n int) string { return strconv.Itoa(n) }

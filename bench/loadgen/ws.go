@@ -135,7 +135,7 @@ func (c *wsConn) id() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.next++
-	return itoa(c.next)
+	return strconv.Itoa(c.next)
 }
 
 // send writes a request once the window has room; cb gets its reply on
