@@ -82,6 +82,15 @@ func (b *Batch) Reset() {
 
 func (b *Batch) setSeq(seq uint64) { binary.LittleEndian.PutUint64(b.data[0:8], seq) }
 
+// SeqNum is the sequence number DB.Apply gave the batch's first entry (the
+// others follow it); zero before the batch is applied.
+func (b *Batch) SeqNum() uint64 {
+	if len(b.data) < batchHeaderLen {
+		return 0
+	}
+	return binary.LittleEndian.Uint64(b.data[0:8])
+}
+
 // batchReader decodes an encoded batch, e.g. a WAL record.
 type batchReader struct {
 	data  []byte

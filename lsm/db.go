@@ -19,12 +19,15 @@ import (
 type memTable struct {
 	*memtable.Memtable
 	logNum uint64
+	// firstSeq is the first sequence number the memtable may hold: every
+	// earlier write is in an older memtable or a table.
+	firstSeq uint64
 }
 
 // newMemTable makes a memtable of the configured size, or larger when one
 // write group needs more.
 func (d *DB) newMemTable(logNum uint64, need int) *memTable {
-	return &memTable{Memtable: memtable.New(max(int(d.opts.MemTableSize), need)), logNum: logNum}
+	return &memTable{Memtable: memtable.New(max(int(d.opts.MemTableSize), need)), logNum: logNum, firstSeq: d.lastSeq + 1}
 }
 
 // readState is what a reader needs, pinned together: the memtables (newest
@@ -35,6 +38,21 @@ type readState struct {
 	mems    []*memTable
 	version *manifest.Version
 	refs    atomic.Int32
+}
+
+// flushedSeq is the first sequence number not yet in rs's tables: every
+// write numbered below it is in the version (or dropped as shadowed).
+func (rs *readState) flushedSeq() uint64 { return rs.mems[len(rs.mems)-1].firstSeq }
+
+// FlushedSeq is the first sequence number not yet in a table: every write
+// numbered below it is (see Batch.SeqNum, IterOptions.SkipMemtables).
+func (d *DB) FlushedSeq() (uint64, error) {
+	rs := d.loadReadState()
+	if rs == nil {
+		return 0, ErrClosed
+	}
+	defer rs.unref()
+	return rs.flushedSeq(), nil
 }
 
 func (rs *readState) unref() {

@@ -35,7 +35,10 @@ func (memIter) Close() error { return nil }
 type tableIter struct {
 	*sstable.Iter
 	release func()
+	f       *manifest.FileMetadata
 }
+
+func (t *tableIter) file() *manifest.FileMetadata { return t.f }
 
 func (t *tableIter) Close() error {
 	if t.release != nil {
@@ -50,7 +53,7 @@ func (d *DB) newTableIter(f *manifest.FileMetadata, filters []sstable.BlockPrope
 	if err != nil {
 		return nil, err
 	}
-	return &tableIter{Iter: r.NewIter(filters), release: release}, nil
+	return &tableIter{Iter: r.NewIter(filters), release: release, f: f}, nil
 }
 
 // newCompactionTableIter reads a compaction input without the block cache;
@@ -60,7 +63,7 @@ func (d *DB) newCompactionTableIter(f *manifest.FileMetadata) (internalIterator,
 	if err != nil {
 		return nil, err
 	}
-	return &tableIter{Iter: r.NewCompactionIter(), release: release}, nil
+	return &tableIter{Iter: r.NewCompactionIter(), release: release, f: f}, nil
 }
 
 // levelIter walks the non-overlapping files of one level, opening each only
@@ -144,6 +147,7 @@ func (l *levelIter) Next() {
 	l.skipEmpty()
 }
 
+func (l *levelIter) file() *manifest.FileMetadata { return l.files[l.idx] }
 func (l *levelIter) Valid() bool           { return l.err == nil && l.cur != nil && l.cur.Valid() }
 func (l *levelIter) Key() base.InternalKey { return l.cur.Key() }
 func (l *levelIter) Value() []byte         { return l.cur.Value() }
@@ -227,10 +231,12 @@ func (m *mergingIter) Close() error {
 }
 
 // newInternalIters builds one iterator per component of rs, newest first.
-func (d *DB) newInternalIters(rs *readState, filters []sstable.BlockPropertyFilter) ([]internalIterator, error) {
+func (d *DB) newInternalIters(rs *readState, filters []sstable.BlockPropertyFilter, skipMems bool) ([]internalIterator, error) {
 	var iters []internalIterator
 	for _, m := range rs.mems {
-		iters = append(iters, memIter{m.NewIter()})
+		if !skipMems {
+			iters = append(iters, memIter{m.NewIter()})
+		}
 	}
 	l0 := rs.version.Levels[0]
 	for i := len(l0) - 1; i >= 0; i-- {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 
 	"github.com/seed84792017/cellcast/lsm/internal/base"
+	"github.com/seed84792017/cellcast/lsm/internal/manifest"
 )
 
 // IterOptions bound an iterator.
@@ -13,6 +14,10 @@ type IterOptions struct {
 	// Filters skip tables and blocks whose block properties do not
 	// intersect (see BlockPropertyFilter for the caveat on tombstones).
 	Filters []BlockPropertyFilter
+	// SkipMemtables reads the tables only: the writes numbered from
+	// Iterator.FlushedSeq on are left out (an index of its own, say,
+	// covers them).
+	SkipMemtables bool
 }
 
 // Iterator walks user keys in order with their values (Set values or merged
@@ -25,6 +30,8 @@ type Iterator struct {
 	seq   uint64
 	lower []byte
 	upper []byte
+	// skipMems: the memtables are not read (IterOptions.SkipMemtables).
+	skipMems bool
 
 	key   []byte
 	value []byte
@@ -47,12 +54,12 @@ func (d *DB) newIter(o *IterOptions, seq uint64) (*Iterator, error) {
 	if rs == nil {
 		return nil, ErrClosed
 	}
-	iters, err := d.newInternalIters(rs, o.Filters)
+	iters, err := d.newInternalIters(rs, o.Filters, o.SkipMemtables)
 	if err != nil {
 		rs.unref()
 		return nil, err
 	}
-	return &Iterator{d: d, rs: rs, iter: newMergingIter(iters), seq: seq, lower: o.LowerBound, upper: o.UpperBound}, nil
+	return &Iterator{d: d, rs: rs, iter: newMergingIter(iters), seq: seq, lower: o.LowerBound, upper: o.UpperBound, skipMems: o.SkipMemtables}, nil
 }
 
 // First moves to the first key at or after the lower bound.
@@ -152,6 +159,73 @@ func (it *Iterator) mergeCurrent() bool {
 	}
 	it.valid = true
 	return true
+}
+
+// FlushedSeq is the first sequence number the iterator's tables do not
+// hold: every write numbered below it is in them (or was dropped as
+// shadowed), every later one still in a memtable when the iterator was
+// made.
+func (it *Iterator) FlushedSeq() uint64 { return it.rs.flushedSeq() }
+
+// MayBeShadowed reports whether a newer version of the current key (a Set
+// or a Delete) may hide in what the iterator did not read: a memtable it
+// skipped, or a block or table its filters skipped. It reads no data
+// block: memtables are searched, tables newer than the current entry's
+// are asked through their bloom filters, so true may be a false positive
+// and false is certain. Only a snapshot open while a table was written
+// can leave two versions of a key in one table; against such a table the
+// answer assumes the newer version was read.
+func (it *Iterator) MayBeShadowed() (bool, error) {
+	if !it.valid || !it.atSet {
+		return false, nil
+	}
+	cur := it.iter.Key()
+	own, _ := it.iter.h[0].(interface{ file() *manifest.FileMetadata })
+	if own == nil {
+		return false, nil // a memtable entry: every newer memtable was read
+	}
+	f := own.file()
+	if it.skipMems {
+		for _, m := range it.rs.mems {
+			if !m.MayContain(it.key) {
+				continue
+			}
+			mi := m.NewIter()
+			for mi.SeekGE(it.key); mi.Valid() && bytes.Equal(mi.Key().UserKey, it.key); mi.Next() {
+				if s := mi.Key().Seq(); s > cur.Seq() && s <= it.seq {
+					return true, nil
+				}
+			}
+		}
+	}
+	// Newer versions sit in L0 tables newer than the entry's, or in levels
+	// above its own: walk newest first and stop at the entry's table.
+	v := it.rs.version
+	var tables []*manifest.FileMetadata
+	for i := len(v.Levels[0]) - 1; i >= 0; i-- {
+		tables = append(tables, v.Levels[0][i])
+	}
+	for lvl := 1; lvl < manifest.NumLevels; lvl++ {
+		tables = append(tables, v.Levels[lvl]...)
+	}
+	for _, g := range tables {
+		if g == f {
+			return false, nil
+		}
+		if g.LargestSeq <= cur.Seq() || !g.Overlaps(it.key, it.key) {
+			continue
+		}
+		r, release, err := it.d.tables.get(g)
+		if err != nil {
+			return false, err
+		}
+		may := r.MayContain(it.key)
+		release()
+		if may {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Valid reports whether the iterator is at a key.
