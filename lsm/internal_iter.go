@@ -148,11 +148,11 @@ func (l *levelIter) Next() {
 }
 
 func (l *levelIter) file() *manifest.FileMetadata { return l.files[l.idx] }
-func (l *levelIter) Valid() bool           { return l.err == nil && l.cur != nil && l.cur.Valid() }
-func (l *levelIter) Key() base.InternalKey { return l.cur.Key() }
-func (l *levelIter) Value() []byte         { return l.cur.Value() }
-func (l *levelIter) Error() error          { return l.err }
-func (l *levelIter) Close() error          { l.closeCur(); return nil }
+func (l *levelIter) Valid() bool                  { return l.err == nil && l.cur != nil && l.cur.Valid() }
+func (l *levelIter) Key() base.InternalKey        { return l.cur.Key() }
+func (l *levelIter) Value() []byte                { return l.cur.Value() }
+func (l *levelIter) Error() error                 { return l.err }
+func (l *levelIter) Close() error                 { l.closeCur(); return nil }
 
 // mergingIter merges children with a min-heap on internal keys.
 type mergingIter struct {
