@@ -91,7 +91,7 @@ func (ix *index) deliScan(t *Table, lo, hi []byte, k int, point bool) ([]Row, er
 		return nil, err
 	}
 	if !point {
-		if out, err = t.topK(cands, k); err != nil {
+		if out, err = t.topK(cands, k, nil); err != nil {
 			return nil, err
 		}
 	}

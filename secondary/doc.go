@@ -37,8 +37,9 @@
 //     that admit the value before reading the tables left, as Embedded
 //     does. RangeLookup uses the zone maps (bfh.go).
 //
-// Not yet here: the Embedded index's in-memory map for the memtable (the
-// memtable is scanned whole) and its GetLite validation (candidates are
-// validated with a full Get), the benchmarks of the study, and the broker
-// wiring.
+// Embedded (and the hierarchy) keep the memtable's rows in a small
+// in-memory map (memindex.go) and scan the tables alone; a candidate that
+// no skipped memtable, block or table may shadow (lsm's MayBeShadowed:
+// memtables and bloom filters, no data block) is current without a Get —
+// the study's GetLite.
 package secondary

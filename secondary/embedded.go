@@ -12,9 +12,10 @@ import (
 // The Embedded index lives in the primary table itself: a block property
 // collector per attribute summarizes each data block by a bloom filter of
 // the attribute's values and a zone map (the least and greatest value),
-// and each table by its zone map. A lookup scans the rows, skipping every
-// table and block whose summary rules the value (or range) out; the
-// memtable has no blocks and is scanned whole. Writes cost nothing extra.
+// and each table by its zone map. A lookup scans the tables' rows,
+// skipping every table and block whose summary rules the value (or range)
+// out; the memtable's rows come from a small in-memory index (memindex.go).
+// Writes cost nothing on disk.
 
 const embeddedBitsPerValue = 10
 
@@ -239,33 +240,48 @@ func readZone(b []byte) ([]byte, []byte, bool) {
 }
 
 // embeddedScan reads the rows whose blocks may hold a value of attr in
-// [a, b] and keeps the k newest that do and are current. skip names
-// tables to pass over.
+// [a, b] and keeps the k newest that do and are current. The memtable's
+// rows come from the in-memory index; the scan reads tables only. skip
+// names tables to pass over.
 func (t *Table) embeddedScan(attr string, a, b Value, k int, skip map[uint64]bool) ([]Row, error) {
 	lo, hi := a.appendKey(nil), b.appendKey(nil)
 	f := &zoneFilter{name: collectorName(attr), lo: lo, hi: hi, skip: skip}
 	if a.Compare(b) == 0 {
 		f.exact, f.point = true, hash(lo)
 	}
-	it, err := t.primary.NewIter(&lsm.IterOptions{LowerBound: []byte("r/"), UpperBound: []byte("r0"), Filters: []lsm.BlockPropertyFilter{f}})
+	// The memtable's entries first: a flush after this moment leaves its
+	// rows in the tables the iterator reads.
+	cands := t.indexes[attr].mem.collect(lo, hi)
+	it, err := t.primary.NewIter(&lsm.IterOptions{LowerBound: []byte("r/"), UpperBound: []byte("r0"), Filters: []lsm.BlockPropertyFilter{f}, SkipMemtables: true})
 	if err != nil {
 		return nil, err
 	}
 	defer it.Close()
-	var cands []posting
+	lite := map[posting]Row{}
 	for ok := it.First(); ok; ok = it.Next() {
 		seq, doc, err := decodeDoc(it.Value())
 		if err != nil {
 			return nil, err
 		}
-		// Skipped blocks may hide this row's newer version: topK
-		// validates against the primary table.
-		if v, ok := doc[attr]; ok && v.Type == a.Type && v.Compare(a) >= 0 && v.Compare(b) <= 0 {
-			cands = append(cands, posting{seq, string(it.Key()[2:])})
+		v, ok := doc[attr]
+		if !ok || v.Type != a.Type || v.Compare(a) < 0 || v.Compare(b) > 0 {
+			continue
+		}
+		p := posting{seq, string(it.Key()[2:])}
+		cands = append(cands, p)
+		// GetLite: a newer version may hide in the memtable or in a block
+		// the filter skipped. Unless the filters say one might, the row
+		// is current without a Get; otherwise topK asks the table.
+		shadowed, err := it.MayBeShadowed()
+		if err != nil {
+			return nil, err
+		}
+		if !shadowed {
+			lite[p] = Row{Key: p.pk, Seq: seq, Doc: doc}
 		}
 	}
 	if err := it.Error(); err != nil {
 		return nil, err
 	}
-	return t.topK(cands, k)
+	return t.topK(cands, k, lite)
 }

@@ -118,7 +118,7 @@ func (t *Table) validNewestFirst(list []byte, k int) ([]Row, error) {
 	if err := decodePostings(list, func(p posting) bool { cands = append(cands, p); return true }); err != nil {
 		return nil, err
 	}
-	return t.topK(cands, k)
+	return t.topK(cands, k, nil)
 }
 
 func (ix *index) rangeLookup(t *Table, a, b Value, k int) ([]Row, error) {
@@ -160,7 +160,7 @@ func (ix *index) scan(t *Table, lo, hi []byte, k int) ([]Row, error) {
 	if err := it.Error(); err != nil {
 		return nil, err
 	}
-	return t.topK(cands, k)
+	return t.topK(cands, k, nil)
 }
 
 // prefixEnd is the least key above every key starting with p.

@@ -79,6 +79,9 @@ type Table struct {
 	// table's compaction to repair (see deli.go).
 	deli     atomic.Pointer[[]*index]
 	repaired atomic.Uint64 // stale DELI entries deleted
+	// Candidates validated by the iterator's filters alone (GetLite), and
+	// by a Get of the row.
+	liteChecks, getChecks atomic.Uint64
 }
 
 // index is one attribute's index: a stand-alone engine, or for Embedded
@@ -87,6 +90,7 @@ type index struct {
 	Attr
 	db  *lsm.DB
 	bfh *bfhState // BloomHierarchy
+	mem *memIndex // Embedded and BloomHierarchy: the memtable's rows
 }
 
 var seqKey = []byte("m/seq") // the last sequence number, beside the rows
@@ -138,7 +142,7 @@ func Open(dir string, cfg Config) (*Table, error) {
 	}
 	for _, a := range cfg.Attrs {
 		if a.Strategy == Embedded || a.Strategy == BloomHierarchy {
-			t.indexes[a.Name] = &index{Attr: a, bfh: &bfhState{}}
+			t.indexes[a.Name] = &index{Attr: a, bfh: &bfhState{}, mem: newMemIndex()}
 			continue
 		}
 		t.eager = t.eager || a.Strategy == Eager
@@ -219,10 +223,14 @@ func (t *Table) Put(pk string, doc Doc) error {
 			}
 		}
 	}
-	if err := t.writeRow(pk, seq, doc); err != nil {
+	lsmSeq, err := t.writeRow(pk, seq, doc)
+	if err != nil {
 		return err
 	}
 	t.seq = seq
+	if err := t.fileInMemory(lsmSeq, doc, posting{seq, pk}); err != nil {
+		return err
+	}
 	return t.dropOld(old, pk)
 }
 
@@ -266,11 +274,37 @@ func (t *Table) dropOld(old *Row, pk string) error {
 	return nil
 }
 
-func (t *Table) writeRow(pk string, seq uint64, doc Doc) error {
+// writeRow writes a row and returns the lsm sequence number of the write.
+func (t *Table) writeRow(pk string, seq uint64, doc Doc) (uint64, error) {
 	b := lsm.NewBatch()
 	b.Set(rowKey(pk), appendDoc(nil, seq, doc))
 	b.Set(seqKey, binary.LittleEndian.AppendUint64(nil, seq))
-	return t.primary.Apply(b, t.writeOptions())
+	if err := t.primary.Apply(b, t.writeOptions()); err != nil {
+		return 0, err
+	}
+	return b.SeqNum(), nil
+}
+
+// fileInMemory adds a row just written to the memtable indexes and drops
+// what flushes have put in tables since.
+func (t *Table) fileInMemory(lsmSeq uint64, doc Doc, p posting) error {
+	var flushed uint64
+	for _, ix := range t.indexes {
+		if ix.mem == nil {
+			continue
+		}
+		if flushed == 0 {
+			var err error
+			if flushed, err = t.primary.FlushedSeq(); err != nil {
+				return err
+			}
+		}
+		if v, ok := doc[ix.Name]; ok {
+			ix.mem.add(lsmSeq, v, p)
+		}
+		ix.mem.prune(flushed)
+	}
+	return nil
 }
 
 // Get returns pk's row.
@@ -356,8 +390,9 @@ func (t *Table) index(attr string, k int, vs ...Value) (*index, error) {
 	return ix, nil
 }
 
-// topK validates candidates newest first until k rows are found.
-func (t *Table) topK(cands []posting, k int) ([]Row, error) {
+// topK validates candidates newest first until k rows are found. lite
+// holds the rows already known current (nil: none).
+func (t *Table) topK(cands []posting, k int, lite map[posting]Row) ([]Row, error) {
 	slices.SortFunc(cands, func(a, b posting) int {
 		if c := cmp.Compare(b.seq, a.seq); c != 0 { // newest first
 			return c
@@ -369,15 +404,22 @@ func (t *Table) topK(cands []posting, k int) ([]Row, error) {
 		if i > 0 && p == cands[i-1] {
 			continue
 		}
-		r, err := t.valid(p)
-		if err != nil {
-			return nil, err
-		}
-		if r != nil {
-			out = append(out, *r)
-			if k > 0 && len(out) == k {
-				break
+		if r, ok := lite[p]; ok {
+			t.liteChecks.Add(1)
+			out = append(out, r)
+		} else {
+			t.getChecks.Add(1)
+			r, err := t.valid(p)
+			if err != nil {
+				return nil, err
 			}
+			if r == nil {
+				continue
+			}
+			out = append(out, *r)
+		}
+		if k > 0 && len(out) == k {
+			break
 		}
 	}
 	return out, nil
@@ -415,6 +457,9 @@ type Metrics struct {
 	// table's filter would have cost.
 	HierarchyProbes, FlatProbes uint64
 	DELIRepaired                uint64 // stale DELI entries deleted
+	// Candidates validated from bloom filters alone (Embedded's GetLite)
+	// and by a Get of the row.
+	LiteValidations, GetValidations uint64
 }
 
 // Metrics returns the table's metrics.
@@ -439,5 +484,6 @@ func (t *Table) Metrics() Metrics {
 		}
 	}
 	m.DELIRepaired = t.repaired.Load()
+	m.LiteValidations, m.GetValidations = t.liteChecks.Load(), t.getChecks.Load()
 	return m
 }
