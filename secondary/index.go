@@ -30,7 +30,8 @@ func (ix *index) add(v Value, p posting, o *lsm.WriteOptions) error {
 	}
 }
 
-// remove takes an entry out of an Eager list.
+// remove takes an entry out of an Eager or Lazy list (a Lazy value read
+// back is its fragments merged, and the list written replaces them).
 func (ix *index) remove(v Value, p posting, o *lsm.WriteOptions) error {
 	key := v.appendKey(nil)
 	list, err := ix.db.Get(key)

@@ -245,9 +245,6 @@ func (t *Table) Delete(pk string) error {
 	if err != nil {
 		return err
 	}
-	if !t.eager {
-		old = nil
-	}
 	b := lsm.NewBatch()
 	b.Delete(rowKey(pk))
 	t.seq++
@@ -255,11 +252,12 @@ func (t *Table) Delete(pk string) error {
 	if err := t.primary.Apply(b, t.writeOptions()); err != nil {
 		return err
 	}
-	return t.dropOld(old, pk)
+	return t.forget(old)
 }
 
-// dropOld takes a replaced or deleted version out of the Eager lists, the
-// only index whose lists are rewritten; elsewhere validation skips it.
+// dropOld takes a replaced version out of the Eager lists, the only index
+// whose lists are rewritten on every write; elsewhere validation skips it
+// (and DELI's repairs remove it).
 func (t *Table) dropOld(old *Row, pk string) error {
 	if old == nil {
 		return nil
@@ -269,6 +267,33 @@ func (t *Table) dropOld(old *Row, pk string) error {
 			if err := ix.remove(v, posting{old.Seq, pk}, t.writeOptions()); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// forget takes a deleted row's entries out of every stand-alone index, so
+// a table whose rows come and go (expiring publications) does not grow
+// with entries nothing can return: lists are rewritten without it (Eager,
+// Lazy), single entries deleted blind (Composite, DELI).
+func (t *Table) forget(old *Row) error {
+	p := posting{old.Seq, old.Key}
+	for _, ix := range t.indexes {
+		v, ok := old.Doc[ix.Name]
+		if !ok || ix.db == nil {
+			continue
+		}
+		var err error
+		switch ix.Strategy {
+		case Eager, Lazy:
+			err = ix.remove(v, p, t.writeOptions())
+		case Composite:
+			err = ix.db.Delete(append(v.appendKey(nil), old.Key...), t.writeOptions())
+		case DELI:
+			err = ix.db.Delete(deliKey(v, old.Seq, old.Key), t.writeOptions())
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return nil

@@ -421,3 +421,53 @@ func TestEmbeddedMemtableIndex(t *testing.T) {
 		t.Fatalf("u5's rows sit in the only table, unshadowed: %d lite validations, %d by Get", m.LiteValidations, m.GetValidations)
 	}
 }
+
+// TestDeleteEmptiesIndexes: rows that come and go leave no entries behind
+// in the stand-alone indexes, so a table of expiring rows stays bounded.
+func TestDeleteEmptiesIndexes(t *testing.T) {
+	strategies := []Strategy{Eager, Lazy, Composite, DELI}
+	var attrs []Attr
+	for _, s := range strategies {
+		attrs = append(attrs, Attr{Name: string(s), Type: String, Strategy: s})
+	}
+	tb, err := Open(t.TempDir(), Config{Attrs: attrs, Options: smallEngine()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb.Close()
+	for round := range 3 {
+		for i := range 300 {
+			doc := Doc{}
+			for _, s := range strategies {
+				doc[string(s)] = StringValue(fmt.Sprintf("v%d", (i+round)%13))
+			}
+			if err := tb.Put(fmt.Sprintf("r%d-%d", round, i), doc); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if round == 1 {
+			if err := tb.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 300 {
+			if err := tb.Delete(fmt.Sprintf("r%d-%d", round, i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, s := range strategies {
+		it, err := tb.indexes[string(s)].db.NewIter(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for ok := it.First(); ok; ok = it.Next() {
+			n++
+		}
+		it.Close()
+		if n != 0 {
+			t.Errorf("%s: %d index keys left after every row was deleted", s, n)
+		}
+	}
+}
