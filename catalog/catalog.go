@@ -1,0 +1,326 @@
+package catalog
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/seed84792017/cellcast/lsm"
+	"github.com/seed84792017/cellcast/secondary"
+	"github.com/seed84792017/cellcast/subscriptions"
+)
+
+// The built-in attributes; any other indexed name is a key of a
+// publication's attrs.
+const (
+	AttrUID = "uid" // the publisher
+	AttrTp  = "tp"  // when it was published: RFC 3339 in queries
+)
+
+// DefaultIndexes is what a broker indexes unless told otherwise:
+// Composite keys for the string attributes (cheap writes, exact deletes
+// when publications expire) and the Embedded zone maps for the creation
+// time, which grows with the primary key and so costs no index at all.
+const DefaultIndexes = "uid=composite,category=composite,tp=embedded"
+
+// MaxK is the most results one query may ask for.
+const MaxK = 1000
+
+// Index is one indexed attribute and its strategy.
+type Index struct {
+	Attr     string
+	Strategy secondary.Strategy
+}
+
+// Errors, each matched with errors.Is.
+var (
+	ErrBadIndexes = errors.New("catalog: bad index list")
+	ErrBadQuery   = errors.New("catalog: bad query")
+)
+
+// ParseIndexes reads "attr=strategy,..." (empty: none).
+func ParseIndexes(s string) ([]Index, error) {
+	var out []Index
+	seen := map[string]bool{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		attr, strategy, ok := strings.Cut(part, "=")
+		if !ok || attr == "" {
+			return nil, fmt.Errorf("%w: %q: want attr=strategy", ErrBadIndexes, part)
+		}
+		if seen[attr] {
+			return nil, fmt.Errorf("%w: %q indexed twice", ErrBadIndexes, attr)
+		}
+		seen[attr] = true
+		out = append(out, Index{Attr: attr, Strategy: secondary.Strategy(strategy)})
+	}
+	return out, nil
+}
+
+// Config shapes a catalog.
+type Config struct {
+	Indexes []Index
+	Sync    bool         // make every write durable before it returns
+	Options *lsm.Options // the engines' options (nil: defaults)
+	// Now is the clock expiry is judged by (nil: the wall clock in ns).
+	Now func() int64
+	Log *slog.Logger
+}
+
+// Catalog is the publications' attribute table. It is safe for
+// concurrent use.
+type Catalog struct {
+	t       *secondary.Table
+	types   map[string]secondary.Type // indexed attribute → its type
+	now     func() int64
+	log     *slog.Logger
+	stop    chan struct{}
+	done    chan struct{}
+	closeMu sync.Once
+}
+
+// Columns of a catalogued publication. Attrs go under "a." so that no
+// attribute name can clash with the built-in ones.
+const (
+	colUID     = AttrUID
+	colTp      = AttrTp
+	colExpires = "expires"
+	colCell    = "cell"
+	colDesc    = "desc"
+	attrPrefix = "a."
+)
+
+// column is where an indexed attribute lives in a row.
+func column(attr string) string {
+	if attr == AttrUID || attr == AttrTp {
+		return attr
+	}
+	return attrPrefix + attr
+}
+
+// Open opens (or creates) a catalog in dir.
+func Open(dir string, cfg Config) (*Catalog, error) {
+	c := &Catalog{types: map[string]secondary.Type{}, now: cfg.Now, log: cfg.Log, stop: make(chan struct{}), done: make(chan struct{})}
+	if c.now == nil {
+		c.now = func() int64 { return time.Now().UnixNano() }
+	}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	// The expiry is always indexed, for the janitor: Composite, so expired
+	// rows it has deleted are gone from its scans at once.
+	attrs := []secondary.Attr{{Name: colExpires, Type: secondary.Int, Strategy: secondary.Composite}}
+	for _, ix := range cfg.Indexes {
+		typ := secondary.String
+		if ix.Attr == AttrTp {
+			typ = secondary.Int
+		}
+		if ix.Attr == colExpires || ix.Attr == colCell || ix.Attr == colDesc || strings.HasPrefix(ix.Attr, attrPrefix) {
+			return nil, fmt.Errorf("%w: %q cannot be indexed (use uid, tp or an attrs key)", ErrBadIndexes, ix.Attr)
+		}
+		c.types[ix.Attr] = typ
+		attrs = append(attrs, secondary.Attr{Name: column(ix.Attr), Type: typ, Strategy: ix.Strategy})
+	}
+	t, err := secondary.Open(dir, secondary.Config{Attrs: attrs, Options: cfg.Options, Sync: cfg.Sync})
+	if errors.Is(err, secondary.ErrConfig) {
+		return nil, fmt.Errorf("%w: %w", ErrBadIndexes, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.t = t
+	go c.janitor()
+	return c, nil
+}
+
+// Close stops the janitor and closes the table.
+func (c *Catalog) Close() error {
+	c.closeMu.Do(func() { close(c.stop) })
+	<-c.done
+	return c.t.Close()
+}
+
+// Indexed lists the indexed attributes, sorted.
+func (c *Catalog) Indexed() []string {
+	var out []string
+	for a := range c.types {
+		out = append(out, a)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Add catalogues a publication just stored.
+func (c *Catalog) Add(p *subscriptions.Publication) error {
+	doc := secondary.Doc{
+		colUID:     secondary.StringValue(p.Uid),
+		colTp:      secondary.IntValue(p.Tp),
+		colExpires: secondary.IntValue(p.Tmax),
+		colCell:    secondary.StringValue(p.Cell.String()),
+	}
+	if p.Desc != "" {
+		doc[colDesc] = secondary.StringValue(p.Desc)
+	}
+	for k, v := range p.Attrs {
+		doc[attrPrefix+k] = secondary.StringValue(v)
+	}
+	return c.t.Put(p.Pid(), doc)
+}
+
+// Query asks for the latest K live publications whose attribute Attr
+// equals Eq, or when Eq is nil lies in [From, To].
+type Query struct {
+	Attr     string
+	Eq       *secondary.Value
+	From, To *secondary.Value
+	K        int // 1 to MaxK
+}
+
+// ParseValue reads a query value for attr: an RFC 3339 time for tp, the
+// string itself otherwise.
+func (c *Catalog) ParseValue(attr, s string) (secondary.Value, error) {
+	typ, ok := c.types[attr]
+	if !ok {
+		return secondary.Value{}, c.unknown(attr)
+	}
+	if typ == secondary.String {
+		return secondary.StringValue(s), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return secondary.Value{}, fmt.Errorf("%w: %s %q is not an RFC 3339 time", ErrBadQuery, attr, s)
+	}
+	return secondary.IntValue(t.UnixNano()), nil
+}
+
+func (c *Catalog) unknown(attr string) error {
+	return fmt.Errorf("%w: attribute %q is not indexed (indexed: %s)", ErrBadQuery, attr, strings.Join(c.Indexed(), ", "))
+}
+
+// Find runs q and returns the publications newest first.
+func (c *Catalog) Find(q Query) ([]subscriptions.Publication, error) {
+	if _, ok := c.types[q.Attr]; !ok {
+		return nil, c.unknown(q.Attr)
+	}
+	if q.K < 1 || q.K > MaxK {
+		return nil, fmt.Errorf("%w: k must be 1 to %d, got %d", ErrBadQuery, MaxK, q.K)
+	}
+	if (q.Eq == nil) == (q.From == nil || q.To == nil) || (q.Eq != nil && (q.From != nil || q.To != nil)) {
+		return nil, fmt.Errorf("%w: give eq, or both from and to", ErrBadQuery)
+	}
+	// Expired rows the janitor has not deleted yet are skipped, so ask for
+	// more until k live ones are found or the index runs dry.
+	now := c.now()
+	for want := q.K; ; want *= 4 {
+		var rows []secondary.Row
+		var err error
+		if q.Eq != nil {
+			rows, err = c.t.Lookup(column(q.Attr), *q.Eq, want)
+		} else {
+			rows, err = c.t.RangeLookup(column(q.Attr), *q.From, *q.To, want)
+		}
+		if err != nil {
+			return nil, queryError(err)
+		}
+		var out []subscriptions.Publication
+		for _, r := range rows {
+			p, err := publication(r)
+			if err != nil {
+				return nil, err
+			}
+			if p.Tmax > now {
+				out = append(out, p)
+				if len(out) == q.K {
+					break
+				}
+			}
+		}
+		if len(out) == q.K || len(rows) < want || want > math.MaxInt32 {
+			// The table ranks by the order publications were catalogued,
+			// which is publication order but for publications made at
+			// the same moment by different clients: show them by stamp.
+			slices.SortFunc(out, func(a, b subscriptions.Publication) int { return cmp.Compare(b.Tp, a.Tp) })
+			return out, nil
+		}
+	}
+}
+
+// queryError tells bad queries (the caller's fault) from failures.
+func queryError(err error) error {
+	for _, e := range []error{secondary.ErrType, secondary.ErrBadRange, secondary.ErrUnknownAttr, secondary.ErrBadK} {
+		if errors.Is(err, e) {
+			return fmt.Errorf("%w: %w", ErrBadQuery, err)
+		}
+	}
+	return err
+}
+
+// publication rebuilds a publication from its row.
+func publication(r secondary.Row) (subscriptions.Publication, error) {
+	d := r.Doc
+	cell, err := subscriptions.ParseCell(d[colCell].S)
+	if err != nil {
+		return subscriptions.Publication{}, fmt.Errorf("catalog: row %q: %w", r.Key, err)
+	}
+	p := subscriptions.Publication{Uid: d[colUID].S, Cell: cell, Tp: d[colTp].I, Tmax: d[colExpires].I, Desc: d[colDesc].S}
+	for k, v := range d {
+		if name, ok := strings.CutPrefix(k, attrPrefix); ok {
+			if p.Attrs == nil {
+				p.Attrs = map[string]string{}
+			}
+			p.Attrs[name] = v.S
+		}
+	}
+	return p, nil
+}
+
+// janitorEvery is how often expired publications are deleted.
+const janitorEvery = time.Second
+
+func (c *Catalog) janitor() {
+	defer close(c.done)
+	t := time.NewTicker(janitorEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+			if _, err := c.Expire(); err != nil {
+				c.log.Error("catalog: deleting expired publications", "err", err)
+			}
+		}
+	}
+}
+
+// Expire deletes the publications expired by now and returns how many.
+func (c *Catalog) Expire() (int, error) {
+	n := 0
+	for {
+		rows, err := c.t.RangeLookup(colExpires, secondary.IntValue(math.MinInt64), secondary.IntValue(c.now()), MaxK)
+		if err != nil {
+			return n, err
+		}
+		for _, r := range rows {
+			if err := c.t.Delete(r.Key); err != nil && !errors.Is(err, secondary.ErrNotFound) {
+				return n, err
+			}
+			n++
+		}
+		if len(rows) < MaxK {
+			return n, nil
+		}
+	}
+}
+
+// Metrics are the table's costs (see secondary.Metrics).
+func (c *Catalog) Metrics() secondary.Metrics { return c.t.Metrics() }
