@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/seed84792017/cellcast/auth"
+	"github.com/seed84792017/cellcast/catalog"
 	"github.com/seed84792017/cellcast/dewey"
 	"github.com/seed84792017/cellcast/dualdb"
 	"github.com/seed84792017/cellcast/gateway"
@@ -52,6 +54,9 @@ type Config struct {
 	Sync           bool  // fsync every write before answering
 	CacheBytes     int64 // block cache; default listdb.DefaultCacheBudget
 	Pprof          bool  // serve /debug/pprof/ on the HTTP address
+	// Indexes are the catalog's "attr=strategy" list for the query op;
+	// default catalog.DefaultIndexes, "none" for no catalog.
+	Indexes string
 	Log            *slog.Logger
 }
 
@@ -60,6 +65,7 @@ type Broker struct {
 	cfg      Config
 	log      *slog.Logger
 	store    *listdb.Store
+	catalog  *catalog.Catalog
 	ns       *server.Server
 	nc       *nats.Conn
 	gw       *gateway.Gateway
@@ -82,6 +88,9 @@ func (c *Config) withDefaults() {
 	}
 	if c.Storage == "" {
 		c.Storage = "dualdb"
+	}
+	if c.Indexes == "" {
+		c.Indexes = catalog.DefaultIndexes
 	}
 	if c.GeoDepth == 0 {
 		c.GeoDepth = 12
@@ -170,13 +179,16 @@ func Start(cfg Config) (_ *Broker, err error) {
 	if err := b.openStore(); err != nil {
 		return nil, err
 	}
+	if err := b.openCatalog(); err != nil {
+		return nil, err
+	}
 	if err := b.connectNATS(verifier); err != nil {
 		return nil, err
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	b.gw = gateway.New(gateway.Config{Store: b.store, Clock: b.store.Clock(), Tree: tree, Topics: b.store.Topics(),
-		Auth: verifier, Limits: cfg.Gateway, Metrics: gateway.NewMetrics(reg), Log: b.log})
+		Catalog: b.catalog, Auth: verifier, Limits: cfg.Gateway, Metrics: gateway.NewMetrics(reg), Log: b.log})
 	registerHub(reg, b.gw.Hub())
 	names := []string{"dualdb"}
 	if cfg.Storage == "twodb" {
@@ -210,6 +222,27 @@ func (b *Broker) openStore() error {
 	}
 	if err != nil {
 		return fmt.Errorf("opening %s in %s: %w", b.cfg.Storage, b.cfg.DataDir, err)
+	}
+	return nil
+}
+
+// openCatalog opens the publications' catalog in DataDir/catalog, unless
+// Indexes is "none".
+func (b *Broker) openCatalog() error {
+	if b.cfg.Indexes == "none" {
+		return nil
+	}
+	ix, err := catalog.ParseIndexes(b.cfg.Indexes)
+	if err != nil {
+		return fmt.Errorf("--index: %w", err)
+	}
+	b.catalog, err = catalog.Open(filepath.Join(b.cfg.DataDir, "catalog"), catalog.Config{Indexes: ix, Sync: b.cfg.Sync, Log: b.log,
+		Options: &lsm.Options{BlockCacheSize: b.cfg.CacheBytes / 4}})
+	if errors.Is(err, catalog.ErrBadIndexes) {
+		return fmt.Errorf("--index %q: %w", b.cfg.Indexes, err)
+	}
+	if err != nil {
+		return fmt.Errorf("opening the catalog: %w", err)
 	}
 	return nil
 }
@@ -296,7 +329,7 @@ func (a *natsAuth) Check(c server.ClientAuthentication) bool {
 	c.RegisterUser(&server.User{Username: uid, Permissions: &server.Permissions{
 		Publish: &server.SubjectPermission{Allow: []string{gateway.SubjectPub + ".>",
 			gateway.SubjectPrefix + "publish", gateway.SubjectPrefix + "subscribe",
-			gateway.SubjectPrefix + "unsubscribe", gateway.SubjectPrefix + "resume"}},
+			gateway.SubjectPrefix + "unsubscribe", gateway.SubjectPrefix + "resume", gateway.SubjectPrefix + "query"}},
 		Subscribe: &server.SubjectPermission{Allow: []string{gateway.SubjectNotify + "." + uid, "_INBOX.>"}},
 	}})
 	return true
@@ -315,6 +348,9 @@ func (b *Broker) NATSURL() string {
 
 // Store is the broker's store.
 func (b *Broker) Store() *listdb.Store { return b.store }
+
+// Catalog is the broker's catalog of publications, nil when it keeps none.
+func (b *Broker) Catalog() *catalog.Catalog { return b.catalog }
 
 func (b *Broker) routes(reg *prometheus.Registry) http.Handler {
 	mux := http.NewServeMux()
@@ -365,6 +401,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	if b.store != nil {
 		errs = append(errs, b.store.Backend().Flush(), b.store.Close())
 	}
+	if b.catalog != nil {
+		errs = append(errs, b.catalog.Close())
+	}
 	err := errors.Join(errs...)
 	if err != nil {
 		b.log.Error("shutdown", "err", err)
@@ -390,6 +429,9 @@ func (b *Broker) abort() {
 	}
 	if b.store != nil {
 		b.store.Close()
+	}
+	if b.catalog != nil {
+		b.catalog.Close()
 	}
 }
 

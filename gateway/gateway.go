@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seed84792017/cellcast/auth"
+	"github.com/seed84792017/cellcast/catalog"
 	"github.com/seed84792017/cellcast/delivery"
 	"github.com/seed84792017/cellcast/dewey"
 	"github.com/seed84792017/cellcast/subscriptions"
@@ -55,6 +56,9 @@ type Config struct {
 	Clock  subscriptions.Clock // the clock that stamps Store's operations
 	Tree   *dewey.QuadTree     // lat/lng map here
 	Topics *dewey.Topics       // nil: no topics
+	// Catalog answers the query op and learns every publication (nil: no
+	// queries).
+	Catalog *catalog.Catalog
 	// Auth verifies bearer tokens; nil runs open: requests name their uid.
 	Auth    auth.Verifier
 	Limits  Limits
@@ -162,7 +166,7 @@ func (g *Gateway) serveDecoded(ctx context.Context, s session, req *Request, e *
 	if g.metrics != nil {
 		op := req.Op
 		switch op {
-		case "subscribe", "publish", "unsubscribe", "resume":
+		case "subscribe", "publish", "unsubscribe", "resume", "query":
 		default:
 			op = "other"
 		}
@@ -196,10 +200,12 @@ func (g *Gateway) run(ctx context.Context, s session, req *Request) *Error {
 		err = g.unsubscribe(ctx, s, req)
 	case "resume":
 		err = g.resume(ctx, s, req)
+	case "query":
+		err = g.query(s, req)
 	case "":
 		return errorf(CodeBadRequest, "missing op")
 	default:
-		return errorf(CodeUnknownOp, "unknown op %q: use subscribe, publish, unsubscribe or resume", req.Op)
+		return errorf(CodeUnknownOp, "unknown op %q: use subscribe, publish, unsubscribe, resume or query", req.Op)
 	}
 	if err != nil {
 		e := codeOf(err)
@@ -247,6 +253,7 @@ func (g *Gateway) publish(ctx context.Context, s session, req *Request) error {
 	}
 	pr := &subscriptions.PublishRequest{Uid: uid, Cell: cell, Expires: req.Expires.get(), Desc: req.Desc, Attrs: req.Attrs, SelfJoin: req.SelfJoin}
 	return g.hub.Publish(ctx, pr, func(res *subscriptions.PublishResult) {
+		g.catalogue(&res.Pub)
 		r := publishedReply{ID: req.ID, Op: "published", Pid: res.Pub.Pid(), Cell: res.Pub.Cell.String(),
 			Tp: FormatTime(res.Pub.Tp), ExpiresAt: FormatTime(res.Pub.Tmax), Matched: len(res.Matches)}
 		if req.SelfJoin {

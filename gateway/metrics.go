@@ -10,6 +10,7 @@ type Metrics struct {
 	Connections   *prometheus.GaugeVec   // transport
 	QueueDrops    prometheus.Counter     // notifications a full send queue refused
 	SlowCuts      prometheus.Counter     // connections cut for a full send queue
+	CatalogErrors prometheus.Counter     // publications stored but not catalogued
 }
 
 // NewMetrics registers the gateway's series with reg.
@@ -35,7 +36,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		SlowCuts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "cellcast_slow_consumer_cuts_total", Help: "Connections closed because their send queue was full.",
 		}),
+		CatalogErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cellcast_catalog_errors_total", Help: "Publications stored and delivered that the catalog failed to record (queries miss them).",
+		}),
 	}
-	reg.MustRegister(m.Requests, m.Notifications, m.PushLatency, m.Connections, m.QueueDrops, m.SlowCuts)
+	reg.MustRegister(m.Requests, m.Notifications, m.PushLatency, m.Connections, m.QueueDrops, m.SlowCuts, m.CatalogErrors)
 	return m
 }

@@ -58,7 +58,7 @@ func (g *Gateway) ServeNATS(nc *nats.Conn) (stop func() error, err error) {
 		stop()
 		return nil, err
 	}
-	for _, op := range []string{"publish", "subscribe", "unsubscribe", "resume"} {
+	for _, op := range []string{"publish", "subscribe", "unsubscribe", "resume", "query"} {
 		if err := handle(SubjectPrefix+op, func(m *nats.Msg) { g.serveNATS(sink, m, op, "") }); err != nil {
 			stop()
 			return nil, err

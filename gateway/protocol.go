@@ -85,6 +85,12 @@ type Request struct {
 	Attrs    map[string]string `json:"attrs"`
 	Sid      string            `json:"sid"`
 	After    *int64            `json:"after"`
+	// Query: the attribute, and either eq or from and to, and k.
+	Attr string  `json:"attr"`
+	Eq   *string `json:"eq"`
+	From *string `json:"from"`
+	To   *string `json:"to"`
+	K    *int    `json:"k"`
 }
 
 // decodeRequest parses one request. A request whose id could be read gets
@@ -335,6 +341,14 @@ type publishedReply struct {
 	ExpiresAt string          `json:"expires_at"`
 	Matched   int             `json:"matched"`
 	Recent    []pubJSON       `json:"recent,omitempty"`
+}
+
+type resultsReply struct {
+	ID    json.RawMessage `json:"id,omitempty"`
+	Op    string          `json:"op"`
+	Attr  string          `json:"attr"`
+	Count int             `json:"count"`
+	// Results are spliced in by withResults, as for subscribedReply.
 }
 
 type simpleReply struct {

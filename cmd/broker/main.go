@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/seed84792017/cellcast/broker"
+	"github.com/seed84792017/cellcast/catalog"
 )
 
 func main() {
@@ -97,6 +98,7 @@ func run(args []string) int {
 	fs.IntVar(&c.Gateway.Burst, "burst", 4000, "request burst per WebSocket connection")
 	fs.IntVar(&c.Gateway.SendQueue, "send-queue", 16<<10, "messages queued per WebSocket connection before it is cut as a slow consumer")
 	fs.BoolVar(&c.Sync, "sync", false, "fsync every write before answering (otherwise the WAL reaches the OS at once and the disk within the OS's flush)")
+	fs.StringVar(&c.Indexes, "index", catalog.DefaultIndexes, "the publication attributes the query op can search, as attr=strategy pairs: attr is uid, tp or an attrs key; strategy is embedded, eager, lazy, composite, deli or bloom-hierarchy (docs/secondary-indexes.md); none for no catalog")
 	fs.BoolVar(&c.Pprof, "pprof", false, "serve Go profiles at /debug/pprof/ on the HTTP address")
 	cacheMiB := fs.Int("cache-mib", 128, "block cache size in MiB")
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long a shutdown may take to drain clients")
