@@ -57,7 +57,7 @@ type Config struct {
 	// Indexes are the catalog's "attr=strategy" list for the query op;
 	// default catalog.DefaultIndexes, "none" for no catalog.
 	Indexes string
-	Log            *slog.Logger
+	Log     *slog.Logger
 }
 
 // Broker is a running broker.
