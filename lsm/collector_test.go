@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/seed84792017/cellcast/lsm/vfs"
@@ -70,6 +71,15 @@ func TestBlockPropertiesThroughDB(t *testing.T) {
 	tables, err := db.Tables()
 	if err != nil || len(tables) < 3 {
 		t.Fatalf("%d tables, %v", len(tables), err)
+	}
+	nums, err := db.TableNums()
+	var want []uint64
+	for _, tb := range tables {
+		want = append(want, tb.FileNum)
+	}
+	slices.Sort(want)
+	if err != nil || !slices.Equal(nums, want) {
+		t.Fatalf("TableNums %v (%v), Tables %v", nums, err, want)
 	}
 	for _, tb := range tables {
 		z := tb.Props.User["zone"]

@@ -1,6 +1,8 @@
 package lsm
 
 import (
+	"slices"
+
 	"github.com/seed84792017/cellcast/lsm/internal/base"
 	"github.com/seed84792017/cellcast/lsm/sstable"
 )
@@ -43,6 +45,25 @@ func (d *DB) Tables() ([]TableInfo, error) {
 			release()
 		}
 	}
+	return out, nil
+}
+
+// TableNums returns the file numbers of the live tables, sorted: a cheap
+// way to learn whether the set of tables changed since a Tables call (it
+// opens no table).
+func (d *DB) TableNums() ([]uint64, error) {
+	rs := d.loadReadState()
+	if rs == nil {
+		return nil, ErrClosed
+	}
+	defer rs.unref()
+	var out []uint64
+	for _, files := range rs.version.Levels {
+		for _, f := range files {
+			out = append(out, f.Num)
+		}
+	}
+	slices.Sort(out)
 	return out, nil
 }
 

@@ -37,23 +37,30 @@ type bfhState struct {
 	flat   uint64 // filters a flat scan would have probed
 }
 
-// tree returns attr's hierarchy over the primary's current tables.
+// tree returns attr's hierarchy over the primary's current tables,
+// rebuilt only when flushes or compactions changed them.
 func (t *Table) tree(ix *index) (*hierarchy, error) {
-	infos, err := t.primary.Tables()
+	nums, err := t.primary.TableNums()
 	if err != nil {
 		return nil, err
 	}
-	var nums []uint64
-	for _, ti := range infos {
-		nums = append(nums, ti.FileNum)
-	}
-	slices.Sort(nums)
 	st := ix.bfh
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.tree != nil && slices.Equal(st.tree.tables, nums) {
 		return st.tree, nil
 	}
+	infos, err := t.primary.Tables()
+	if err != nil {
+		return nil, err
+	}
+	// The tables may have changed again between the calls: name the tree
+	// by the set it was built from.
+	nums = nums[:0]
+	for _, ti := range infos {
+		nums = append(nums, ti.FileNum)
+	}
+	slices.Sort(nums)
 	h := &hierarchy{tables: nums}
 	// Oldest first, so neighbours in the tree are tables of one age.
 	slices.SortFunc(infos, func(a, b lsm.TableInfo) int { return cmp.Compare(a.FileNum, b.FileNum) })
