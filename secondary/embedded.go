@@ -58,13 +58,9 @@ func (z *zoneBloom) Add(k lsm.InternalKey, v []byte) error {
 	if k.Kind() != lsm.KindSet || !bytes.HasPrefix(k.UserKey, []byte("r/")) {
 		return nil
 	}
-	_, doc, err := decodeDoc(v)
-	if err != nil {
-		return nil // not ours to judge; reads report it
-	}
-	val, ok := doc[z.attr]
-	if !ok {
-		return nil
+	val, ok, err := docAttr(v, z.attr)
+	if err != nil || !ok {
+		return nil // not ours to judge a bad row; reads report it
 	}
 	enc := val.appendKey(nil)
 	z.hashes = append(z.hashes, hash(enc))
@@ -259,13 +255,16 @@ func (t *Table) embeddedScan(attr string, a, b Value, k int, skip map[uint64]boo
 	defer it.Close()
 	lite := map[posting]Row{}
 	for ok := it.First(); ok; ok = it.Next() {
-		seq, doc, err := decodeDoc(it.Value())
+		v, ok, err := docAttr(it.Value(), attr)
 		if err != nil {
 			return nil, err
 		}
-		v, ok := doc[attr]
 		if !ok || v.Type != a.Type || v.Compare(a) < 0 || v.Compare(b) > 0 {
 			continue
+		}
+		seq, doc, err := decodeDoc(it.Value())
+		if err != nil {
+			return nil, err
 		}
 		p := posting{seq, string(it.Key()[2:])}
 		cands = append(cands, p)

@@ -1,8 +1,9 @@
 package secondary
 
 import (
-	"bytes"
 	"sync"
+
+	"github.com/google/btree"
 )
 
 // memIndex maps an Embedded (or hierarchy) attribute's values to the rows
@@ -13,49 +14,63 @@ import (
 //
 // Entries carry the lsm sequence number of their write and leave once a
 // flush has put that write in a table (lsm.DB.FlushedSeq), so the index
-// holds about one memtable's worth of rows.
+// holds about one memtable's worth of rows, plus at most a run.
 type memIndex struct {
-	mu      sync.Mutex
-	byValue map[string][]memEntry // the value's encoding → entries, oldest first
-	order   []memEntry            // every entry, oldest first, for pruning
+	mu   sync.Mutex
+	gens []*memGen // oldest first
 }
 
+// memGen is a run of consecutive writes. Pruning drops whole runs, which
+// costs nothing per entry; a run partly flushed stays until the rest is,
+// leaving only duplicates of rows the tables hold too.
+type memGen struct {
+	last    uint64 // the lsm sequence number of its newest write
+	n       int
+	entries *btree.BTreeG[memEntry] // by value, then write
+}
+
+// genSize is how many writes a run holds.
+const genSize = 4096
+
 type memEntry struct {
-	lsmSeq uint64
 	value  string // the value's encoding
+	lsmSeq uint64
 	p      posting
 }
 
-func newMemIndex() *memIndex { return &memIndex{byValue: map[string][]memEntry{}} }
+func memLess(a, b memEntry) bool {
+	if a.value != b.value {
+		return a.value < b.value
+	}
+	return a.lsmSeq < b.lsmSeq
+}
+
+func newMemIndex() *memIndex { return &memIndex{} }
 
 // add files a write; writes come in sequence order.
 func (m *memIndex) add(lsmSeq uint64, v Value, p posting) {
-	e := memEntry{lsmSeq, string(v.appendKey(nil)), p}
+	e := memEntry{string(v.appendKey(nil)), lsmSeq, p}
 	m.mu.Lock()
-	m.byValue[e.value] = append(m.byValue[e.value], e)
-	m.order = append(m.order, e)
-	m.mu.Unlock()
+	defer m.mu.Unlock()
+	if len(m.gens) == 0 || m.gens[len(m.gens)-1].n == genSize {
+		m.gens = append(m.gens, &memGen{entries: btree.NewG(32, memLess)})
+	}
+	g := m.gens[len(m.gens)-1]
+	g.entries.ReplaceOrInsert(e)
+	g.last = lsmSeq
+	g.n++
 }
 
-// prune drops the entries of writes numbered below flushed: they are in
-// tables now.
+// prune drops the runs whose writes are all numbered below flushed: they
+// are in tables now.
 func (m *memIndex) prune(flushed uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := 0
-	for n < len(m.order) && m.order[n].lsmSeq < flushed {
-		e := m.order[n]
-		// Each value's list is in write order too: e is at its front.
-		if list := m.byValue[e.value][1:]; len(list) > 0 {
-			m.byValue[e.value] = list
-		} else {
-			delete(m.byValue, e.value)
-		}
+	for n < len(m.gens) && m.gens[n].last < flushed {
 		n++
 	}
-	if n > 0 {
-		m.order = append(m.order[:0], m.order[n:]...)
-	}
+	m.gens = append(m.gens[:0], m.gens[n:]...)
 }
 
 // collect returns the postings with a value in [lo, hi] (encoded).
@@ -63,18 +78,14 @@ func (m *memIndex) collect(lo, hi []byte) []posting {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []posting
-	if bytes.Equal(lo, hi) {
-		for _, e := range m.byValue[string(lo)] {
-			out = append(out, e.p)
-		}
-		return out
-	}
-	for v, list := range m.byValue {
-		if v >= string(lo) && v <= string(hi) {
-			for _, e := range list {
-				out = append(out, e.p)
+	for _, g := range m.gens {
+		g.entries.AscendGreaterOrEqual(memEntry{value: string(lo)}, func(e memEntry) bool {
+			if e.value > string(hi) {
+				return false
 			}
-		}
+			out = append(out, e.p)
+			return true
+		})
 	}
 	return out
 }
@@ -83,5 +94,9 @@ func (m *memIndex) collect(lo, hi []byte) []posting {
 func (m *memIndex) size() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.order)
+	n := 0
+	for _, g := range m.gens {
+		n += g.n
+	}
+	return n
 }

@@ -310,24 +310,30 @@ func (t *Table) writeRow(pk string, seq uint64, doc Doc) (uint64, error) {
 	return b.SeqNum(), nil
 }
 
-// fileInMemory adds a row just written to the memtable indexes and drops
-// what flushes have put in tables since.
+// pruneEvery is how many writes go between looks at what flushes have
+// put in tables: entries left a little longer cost only duplicates.
+const pruneEvery = 512
+
+// fileInMemory adds a row just written to the memtable indexes, and now
+// and then drops what flushes have put in tables since.
 func (t *Table) fileInMemory(lsmSeq uint64, doc Doc, p posting) error {
 	var flushed uint64
+	if p.seq%pruneEvery == 0 {
+		var err error
+		if flushed, err = t.primary.FlushedSeq(); err != nil {
+			return err
+		}
+	}
 	for _, ix := range t.indexes {
 		if ix.mem == nil {
 			continue
 		}
-		if flushed == 0 {
-			var err error
-			if flushed, err = t.primary.FlushedSeq(); err != nil {
-				return err
-			}
-		}
 		if v, ok := doc[ix.Name]; ok {
 			ix.mem.add(lsmSeq, v, p)
 		}
-		ix.mem.prune(flushed)
+		if flushed > 0 {
+			ix.mem.prune(flushed)
+		}
 	}
 	return nil
 }

@@ -379,19 +379,22 @@ func TestEmbeddedMemtableIndex(t *testing.T) {
 	defer tb.Close()
 	put := func(from, to int) {
 		for i := from; i < to; i++ {
-			if err := tb.Put(fmt.Sprintf("k%04d", i), Doc{"user": StringValue("u" + strconv.Itoa(i%10))}); err != nil {
+			if err := tb.Put(fmt.Sprintf("k%05d", i), Doc{"user": StringValue("u" + strconv.Itoa(i%10))}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	put(0, 1000)
+	// One full run of the memtable index: genSize writes.
+	put(0, genSize)
 	mem := tb.indexes["user"].mem
-	if n := mem.size(); n != 1000 {
-		t.Fatalf("memtable index holds %d entries, want 1000", n)
+	if n := mem.size(); n != genSize {
+		t.Fatalf("memtable index holds %d entries, want %d", n, genSize)
 	}
+	count := func(to, digit int) int { return (to - digit + 9) / 10 } // i < to with i%10 == digit
+	newest := (genSize-1-3)/10*10 + 3                                 // the last i < genSize with i%10 == 3
 	rs, err := tb.Lookup("user", StringValue("u3"), 0)
-	if err != nil || len(rs) != 100 || rs[0].Key != "k0993" {
-		t.Fatalf("lookup in the memtable: %d rows, %v", len(rs), err)
+	if err != nil || len(rs) != count(genSize, 3) || rs[0].Key != fmt.Sprintf("k%05d", newest) {
+		t.Fatalf("lookup in the memtable: %d rows (first %v), %v", len(rs), rs[0].Key, err)
 	}
 	if m := tb.Metrics(); m.BlocksRead != 0 || m.LiteValidations != 0 {
 		t.Fatalf("a lookup of memtable rows read %d blocks, %d lite validations", m.BlocksRead, m.LiteValidations)
@@ -399,14 +402,17 @@ func TestEmbeddedMemtableIndex(t *testing.T) {
 	if err := tb.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	put(1000, 1001) // the next write prunes what the flush put in tables
-	if n := mem.size(); n != 1 {
-		t.Fatalf("after a flush the memtable index holds %d entries, want 1", n)
+	// Writes prune what the flush put in tables, every pruneEvery: the
+	// flushed run goes, the writes since stay.
+	total := genSize + pruneEvery
+	put(genSize, total)
+	if n := mem.size(); n != pruneEvery {
+		t.Fatalf("after a flush and %d writes the memtable index holds %d entries", pruneEvery, n)
 	}
 	// Update every u3 row to u4: the old versions in the table are now
 	// shadowed by the memtable, and the lookup must not return them.
-	for i := 3; i < 1000; i += 10 {
-		if err := tb.Put(fmt.Sprintf("k%04d", i), Doc{"user": StringValue("u4")}); err != nil {
+	for i := 3; i < total; i += 10 {
+		if err := tb.Put(fmt.Sprintf("k%05d", i), Doc{"user": StringValue("u4")}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -414,10 +420,10 @@ func TestEmbeddedMemtableIndex(t *testing.T) {
 		t.Fatalf("u3 after its rows moved to u4: %d rows, %v", len(rs), err)
 	}
 	rs, err = tb.Lookup("user", StringValue("u5"), 0)
-	if err != nil || len(rs) != 100 {
-		t.Fatalf("u5: %d rows, %v", len(rs), err)
+	if err != nil || len(rs) != count(total, 5) {
+		t.Fatalf("u5: %d rows, want %d, %v", len(rs), count(total, 5), err)
 	}
-	if m := tb.Metrics(); m.LiteValidations < 100 {
+	if m := tb.Metrics(); m.LiteValidations < uint64(count(genSize, 5)) {
 		t.Fatalf("u5's rows sit in the only table, unshadowed: %d lite validations, %d by Get", m.LiteValidations, m.GetValidations)
 	}
 }
@@ -469,5 +475,26 @@ func TestDeleteEmptiesIndexes(t *testing.T) {
 		if n != 0 {
 			t.Errorf("%s: %d index keys left after every row was deleted", s, n)
 		}
+	}
+}
+
+// BenchmarkPut writes rows with two indexed attributes, a skewed string
+// and a time, per strategy.
+func BenchmarkPut(b *testing.B) {
+	for _, s := range []Strategy{Embedded, BloomHierarchy, Eager, Lazy, Composite, DELI} {
+		b.Run(string(s), func(b *testing.B) {
+			tb, err := Open(b.TempDir(), Config{Attrs: []Attr{{Name: "user", Type: String, Strategy: s}, {Name: "time", Type: Int, Strategy: s}}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer tb.Close()
+			b.ResetTimer()
+			for i := range b.N {
+				doc := Doc{"user": StringValue("u" + strconv.Itoa(i*7919%1000)), "time": IntValue(int64(i)), "body": StringValue("a body of some sixty characters, as a short post would have")}
+				if err := tb.Put(fmt.Sprintf("k%09d", i), doc); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

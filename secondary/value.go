@@ -120,42 +120,72 @@ func appendDoc(b []byte, seq uint64, doc Doc) []byte {
 }
 
 func decodeDoc(b []byte) (uint64, Doc, error) {
+	doc := Doc{}
+	seq, err := walkDoc(b, func(name []byte, v Value) bool {
+		doc[string(name)] = v
+		return true
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	return seq, doc, nil
+}
+
+// docAttr finds one attribute of an encoded row without decoding the
+// rest, for the collectors and scans that look at every row.
+func docAttr(b []byte, attr string) (v Value, ok bool, err error) {
+	_, err = walkDoc(b, func(name []byte, val Value) bool {
+		if string(name) == attr {
+			v, ok = val, true
+			return false
+		}
+		return true
+	})
+	return v, ok, err
+}
+
+// walkDoc calls fn with each attribute of an encoded row until fn returns
+// false, and returns the row's sequence number.
+func walkDoc(b []byte, fn func(name []byte, v Value) bool) (uint64, error) {
 	seq, n := binary.Uvarint(b)
 	if n <= 0 {
-		return 0, nil, errCorrupt
+		return 0, errCorrupt
 	}
 	b = b[n:]
-	doc := Doc{}
 	for len(b) > 0 {
 		l, n := binary.Uvarint(b)
 		if n <= 0 || l > uint64(len(b)-n) {
-			return 0, nil, errCorrupt
+			return 0, errCorrupt
 		}
-		name := string(b[n : n+int(l)])
+		name := b[n : n+int(l)]
 		b = b[n+int(l):]
 		if len(b) == 0 {
-			return 0, nil, errCorrupt
+			return 0, errCorrupt
 		}
 		t := Type(b[0])
 		b = b[1:]
+		var v Value
 		switch t {
 		case Int:
 			i, n := binary.Varint(b)
 			if n <= 0 {
-				return 0, nil, errCorrupt
+				return 0, errCorrupt
 			}
-			doc[name], b = IntValue(i), b[n:]
+			v, b = IntValue(i), b[n:]
 		case String:
 			l, n := binary.Uvarint(b)
 			if n <= 0 || l > uint64(len(b)-n) || l > math.MaxInt32 {
-				return 0, nil, errCorrupt
+				return 0, errCorrupt
 			}
-			doc[name], b = StringValue(string(b[n:n+int(l)])), b[n+int(l):]
+			v, b = StringValue(string(b[n:n+int(l)])), b[n+int(l):]
 		default:
-			return 0, nil, errCorrupt
+			return 0, errCorrupt
+		}
+		if !fn(name, v) {
+			break
 		}
 	}
-	return seq, doc, nil
+	return seq, nil
 }
 
 // posting is one index entry: a row's primary key and sequence number.
