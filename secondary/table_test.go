@@ -498,3 +498,26 @@ func BenchmarkPut(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEmbeddedRange looks up a narrow range of a time-correlated
+// attribute over 100,000 rows in tables and a memtable.
+func BenchmarkEmbeddedRange(b *testing.B) {
+	tb, err := Open(b.TempDir(), Config{Attrs: []Attr{{Name: "time", Type: Int, Strategy: Embedded}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tb.Close()
+	const n = 100_000
+	for i := range n {
+		if err := tb.Put(fmt.Sprintf("k%09d", i), Doc{"time": IntValue(int64(i)), "body": StringValue("a body of some sixty characters, as a short post would have")}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		lo := int64(i*7919) % (n - 10)
+		if rs, err := tb.RangeLookup("time", IntValue(lo), IntValue(lo+9), 0); err != nil || len(rs) != 10 {
+			b.Fatalf("%d rows, %v", len(rs), err)
+		}
+	}
+}
