@@ -38,9 +38,10 @@ func TestQueryOverEveryTransport(t *testing.T) {
 			floods = append(floods, p["pid"].(string))
 		}
 	}
-	// One that expires at once never shows.
+	// One that expires at once never shows, nor one with no lifetime.
 	short := c.do(msg{"op": "publish", "uid": "alice", "cell": "1.2", "expires": "1ms", "attrs": msg{"category": "flood"}})
 	wantOp(t, short, "published")
+	wantOp(t, c.do(msg{"op": "publish", "uid": "alice", "cell": "1.2", "attrs": msg{"category": "flood"}}), "published")
 	time.Sleep(5 * time.Millisecond)
 	newest := func(ps []string, k int) []string {
 		out := slices.Clone(ps)

@@ -4,5 +4,6 @@
 // cellcast.pub.<cell>, notifications on cellcast.notify.<uid>). Both
 // transports share the request decoding, the location forms (Dewey cell,
 // lat/lng, topic), the limits, the auth checks and the metrics, and hand
-// operations to a delivery.Hub.
+// operations to a delivery.Hub; the query op goes to the catalog of
+// publications (query.go).
 package gateway

@@ -16,8 +16,8 @@ const defaultK = 10
 // failure here loses no publication (it is stored and delivered) but
 // hides it from queries: it is logged and counted.
 func (g *Gateway) catalogue(p *subscriptions.Publication) {
-	if g.cfg.Catalog == nil {
-		return
+	if g.cfg.Catalog == nil || p.Tmax <= p.Tp {
+		return // no catalog, or a publication with no lifetime, never stored
 	}
 	if err := g.cfg.Catalog.Add(p); err != nil {
 		g.log.Error("catalog: a publication is stored and delivered but cannot be queried", "pid", p.Pid(), "err", err)
