@@ -103,8 +103,12 @@ func (c *wsConn) serve(ctx context.Context, done func()) {
 			}
 			c.do(t)
 		case <-c.lostCh:
-			c.drain()
-			c.reconnect()
+			// A cut that raced with the broker's close has already
+			// reconnected: the signal is stale and the connection live.
+			if c.lost.Load() {
+				c.drain()
+				c.reconnect()
+			}
 			c.r.reconnecting.Add(-1)
 		case <-c.r.quit:
 			return
