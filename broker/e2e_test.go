@@ -561,21 +561,25 @@ func TestEndedSubscriptionsFreeTheirSlot(t *testing.T) {
 // TestHTTPHealthAndMetrics covers the HTTP side: the API (a subscription
 // made over HTTP is resumed over WebSocket), health, readiness and the
 // metrics the issue names.
+// postAPI posts body to /api/<op> and returns the status and the reply.
+func postAPI(t *testing.T, b *Broker, op, body string) (int, msg) {
+	t.Helper()
+	resp, err := http.Post("http://"+b.HTTPAddr()+"/api/"+op, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m msg
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, m
+}
+
 func TestHTTPHealthAndMetrics(t *testing.T) {
 	b := start(t, Config{})
 	base := "http://" + b.HTTPAddr()
-	post := func(op, body string) (int, msg) {
-		resp, err := http.Post(base+"/api/"+op, "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var m msg
-		if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, m
-	}
+	post := func(op, body string) (int, msg) { return postAPI(t, b, op, body) }
 	code, s := post("subscribe", `{"id":"h1","uid":"hana","cell":"1.6","future":"1m"}`)
 	if code != 200 || s["op"] != "subscribed" || s["id"] != "h1" {
 		t.Fatalf("HTTP subscribe: %d %v", code, s)

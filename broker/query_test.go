@@ -2,8 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -95,18 +93,7 @@ func TestQueryOverEveryTransport(t *testing.T) {
 	}
 
 	// HTTP: the same query, the same answer; a bad one is a 400.
-	post := func(body string) (int, msg) {
-		resp, err := http.Post("http://"+b.HTTPAddr()+"/api/query", "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var m msg
-		if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, m
-	}
+	post := func(body string) (int, msg) { return postAPI(t, b, "query", body) }
 	code, h := post(`{"attr":"uid","eq":"alice","k":3}`)
 	if code != 200 || !slices.Equal(pidsOf(results(h)), newest(pids, 3)) {
 		t.Fatalf("HTTP query: %d %v", code, h)
