@@ -176,8 +176,11 @@ func (it *Iterator) FlushedSeq() uint64 { return it.rs.flushedSeq() }
 // can leave two versions of a key in one table; against such a table the
 // answer assumes the newer version was read.
 func (it *Iterator) MayBeShadowed() (bool, error) {
-	if !it.valid || !it.atSet {
+	if !it.valid {
 		return false, nil
+	}
+	if !it.atSet {
+		return true, nil // a merged value: which fragments were skipped is not tracked
 	}
 	cur := it.iter.Key()
 	own, _ := it.iter.h[0].(interface{ file() *manifest.FileMetadata })
@@ -201,31 +204,39 @@ func (it *Iterator) MayBeShadowed() (bool, error) {
 	// Newer versions sit in L0 tables newer than the entry's, or in levels
 	// above its own: walk newest first and stop at the entry's table.
 	v := it.rs.version
-	var tables []*manifest.FileMetadata
-	for i := len(v.Levels[0]) - 1; i >= 0; i-- {
-		tables = append(tables, v.Levels[0][i])
+	l0 := v.Levels[0]
+	for i := len(l0) - 1; i >= 0; i-- {
+		if done, may, err := it.newerMay(l0[i], f, cur.Seq()); done || err != nil {
+			return may, err
+		}
 	}
 	for lvl := 1; lvl < manifest.NumLevels; lvl++ {
-		tables = append(tables, v.Levels[lvl]...)
-	}
-	for _, g := range tables {
-		if g == f {
-			return false, nil
-		}
-		if g.LargestSeq <= cur.Seq() || !g.Overlaps(it.key, it.key) {
-			continue
-		}
-		r, release, err := it.d.tables.get(g)
-		if err != nil {
-			return false, err
-		}
-		may := r.MayContain(it.key)
-		release()
-		if may {
-			return true, nil
+		for _, g := range v.Levels[lvl] {
+			if done, may, err := it.newerMay(g, f, cur.Seq()); done || err != nil {
+				return may, err
+			}
 		}
 	}
 	return false, nil
+}
+
+// newerMay checks table g for a version of the current key newer than
+// seq, by its bloom filter. done ends the walk: g is the entry's own table
+// f (nothing older can shadow it) or may hold a newer version.
+func (it *Iterator) newerMay(g, f *manifest.FileMetadata, seq uint64) (done, may bool, err error) {
+	if g == f {
+		return true, false, nil
+	}
+	if g.LargestSeq <= seq || !g.Overlaps(it.key, it.key) {
+		return false, false, nil
+	}
+	r, release, err := it.d.tables.get(g)
+	if err != nil {
+		return true, false, err
+	}
+	defer release()
+	may = r.MayContain(it.key)
+	return may, may, nil
 }
 
 // Valid reports whether the iterator is at a key.
