@@ -239,6 +239,15 @@ func (it *Iterator) newerMay(g, f *manifest.FileMetadata, seq uint64) (done, may
 	return may, may, nil
 }
 
+// SeqNum is the sequence number of the current key's value, or 0 for a
+// merged value (made of several writes).
+func (it *Iterator) SeqNum() uint64 {
+	if !it.valid || !it.atSet {
+		return 0
+	}
+	return it.iter.Key().Seq()
+}
+
 // Valid reports whether the iterator is at a key.
 func (it *Iterator) Valid() bool { return it.valid }
 
