@@ -235,31 +235,65 @@ func readZone(b []byte) ([]byte, []byte, bool) {
 	return b[n : n+int(l)], b[n+int(l):], true
 }
 
-// embeddedScan reads the rows whose blocks may hold a value of attr in
-// [a, b] and keeps the k newest that do and are current. The memtable's
-// rows come from the in-memory index; the scan reads tables only. skip
-// names tables to pass over.
+// embeddedScan finds the k newest current rows whose attr lies in [a, b]
+// (the study's level-by-level scan). The memtable's rows come from the
+// in-memory index; then the tables are read one at a time, newest first,
+// skipping blocks the summaries rule out. After each level the candidates
+// so far are validated; once k are current, a table whose newest write
+// is older than the k-th cannot hold a better one and is not read. skip
+// names tables to pass over (the hierarchy's verdicts).
 func (t *Table) embeddedScan(attr string, a, b Value, k int, skip map[uint64]bool) ([]Row, error) {
 	lo, hi := a.appendKey(nil), b.appendKey(nil)
 	f := &zoneFilter{name: collectorName(attr), lo: lo, hi: hi, skip: skip}
 	if a.Compare(b) == 0 {
 		f.exact, f.point = true, hash(lo)
 	}
+	v := newValidator(t)
 	// The memtable's entries first: a flush after this moment leaves its
-	// rows in the tables the iterator reads.
-	cands := t.indexes[attr].mem.collect(lo, hi)
-	it, err := t.primary.NewIter(&lsm.IterOptions{LowerBound: []byte("r/"), UpperBound: []byte("r0"), Filters: []lsm.BlockPropertyFilter{f}, SkipMemtables: true})
+	// rows in the tables the scan pins next.
+	var cands []posting
+	for _, e := range t.indexes[attr].mem.collect(lo, hi) {
+		cands = append(cands, e.p)
+		v.lsmSeq[e.p] = e.lsmSeq
+	}
+	scan, err := t.primary.NewTableScan()
+	if err != nil {
+		return nil, err
+	}
+	defer scan.Close()
+	var floor uint64 // tables with no write at or above it are not read
+	tables := scan.Tables()
+	for i, tb := range tables {
+		if k > 0 && (i == 0 || tb.Level != tables[i-1].Level || tb.Level == 0) {
+			if floor, err = v.kth(cands, k); err != nil {
+				return nil, err
+			}
+		}
+		if tb.LargestSeq < floor {
+			t.tablesSkipped.Add(1)
+			continue
+		}
+		if cands, err = t.scanTable(scan, i, f, attr, a, b, cands, v); err != nil {
+			return nil, err
+		}
+	}
+	return t.topK(cands, k, v)
+}
+
+// scanTable adds table i's rows with attr in [a, b] to cands. A row that
+// nothing skipped may shadow (GetLite) is known current without a Get.
+func (t *Table) scanTable(scan *lsm.TableScan, i int, f *zoneFilter, attr string, a, b Value, cands []posting, v *validator) ([]posting, error) {
+	it, err := scan.NewIter(i, &lsm.IterOptions{LowerBound: []byte("r/"), UpperBound: []byte("r0"), Filters: []lsm.BlockPropertyFilter{f}})
 	if err != nil {
 		return nil, err
 	}
 	defer it.Close()
-	lite := map[posting]Row{}
 	for ok := it.First(); ok; ok = it.Next() {
-		v, ok, err := docAttr(it.Value(), attr)
+		val, ok, err := docAttr(it.Value(), attr)
 		if err != nil {
 			return nil, err
 		}
-		if !ok || v.Type != a.Type || v.Compare(a) < 0 || v.Compare(b) > 0 {
+		if !ok || val.Type != a.Type || val.Compare(a) < 0 || val.Compare(b) > 0 {
 			continue
 		}
 		seq, doc, err := decodeDoc(it.Value())
@@ -268,19 +302,14 @@ func (t *Table) embeddedScan(attr string, a, b Value, k int, skip map[uint64]boo
 		}
 		p := posting{seq, string(it.Key()[2:])}
 		cands = append(cands, p)
-		// GetLite: a newer version may hide in the memtable or in a block
-		// the filter skipped. Unless the filters say one might, the row
-		// is current without a Get; otherwise topK asks the table.
+		v.lsmSeq[p] = it.SeqNum()
 		shadowed, err := it.MayBeShadowed()
 		if err != nil {
 			return nil, err
 		}
 		if !shadowed {
-			lite[p] = Row{Key: p.pk, Seq: seq, Doc: doc}
+			v.lite[p] = &Row{Key: p.pk, Seq: seq, Doc: doc}
 		}
 	}
-	if err := it.Error(); err != nil {
-		return nil, err
-	}
-	return t.topK(cands, k, lite)
+	return cands, it.Error()
 }

@@ -73,17 +73,17 @@ func (m *memIndex) prune(flushed uint64) {
 	m.gens = append(m.gens[:0], m.gens[n:]...)
 }
 
-// collect returns the postings with a value in [lo, hi] (encoded).
-func (m *memIndex) collect(lo, hi []byte) []posting {
+// collect returns the entries with a value in [lo, hi] (encoded).
+func (m *memIndex) collect(lo, hi []byte) []memEntry {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []posting
+	var out []memEntry
 	for _, g := range m.gens {
 		g.entries.AscendGreaterOrEqual(memEntry{value: string(lo)}, func(e memEntry) bool {
 			if e.value > string(hi) {
 				return false
 			}
-			out = append(out, e.p)
+			out = append(out, e)
 			return true
 		})
 	}

@@ -80,8 +80,8 @@ type Table struct {
 	deli     atomic.Pointer[[]*index]
 	repaired atomic.Uint64 // stale DELI entries deleted
 	// Candidates validated by the iterator's filters alone (GetLite), and
-	// by a Get of the row.
-	liteChecks, getChecks atomic.Uint64
+	// by a Get of the row; tables an Embedded scan did not read.
+	liteChecks, getChecks, tablesSkipped atomic.Uint64
 }
 
 // index is one attribute's index: a stand-alone engine, or for Embedded
@@ -421,9 +421,53 @@ func (t *Table) index(attr string, k int, vs ...Value) (*index, error) {
 	return ix, nil
 }
 
-// topK validates candidates newest first until k rows are found. lite
-// holds the rows already known current (nil: none).
-func (t *Table) topK(cands []posting, k int, lite map[posting]Row) ([]Row, error) {
+// validator validates candidates once each: rows GetLite found current,
+// and the answers of Gets already made.
+type validator struct {
+	t      *Table
+	lite   map[posting]*Row // current without a Get
+	got    map[posting]*Row // by a Get: nil when stale
+	lsmSeq map[posting]uint64
+}
+
+func newValidator(t *Table) *validator {
+	return &validator{t: t, lite: map[posting]*Row{}, got: map[posting]*Row{}, lsmSeq: map[posting]uint64{}}
+}
+
+// row returns p's row if p is current.
+func (v *validator) row(p posting) (*Row, error) {
+	if r, ok := v.lite[p]; ok {
+		v.t.liteChecks.Add(1)
+		return r, nil
+	}
+	if r, ok := v.got[p]; ok {
+		return r, nil
+	}
+	v.t.getChecks.Add(1)
+	r, err := v.t.valid(p)
+	if err == nil {
+		v.got[p] = r
+	}
+	return r, err
+}
+
+// kth returns the lsm sequence number of the k-th newest current
+// candidate, or 0 while fewer than k are current.
+func (v *validator) kth(cands []posting, k int) (uint64, error) {
+	rows, err := v.t.topK(slices.Clone(cands), k, v)
+	if err != nil || len(rows) < k {
+		return 0, err
+	}
+	last := rows[k-1]
+	return v.lsmSeq[posting{last.Seq, last.Key}], nil
+}
+
+// topK validates candidates newest first until k rows are found; v (nil:
+// a plain one) remembers what is known.
+func (t *Table) topK(cands []posting, k int, v *validator) ([]Row, error) {
+	if v == nil {
+		v = newValidator(t)
+	}
 	slices.SortFunc(cands, func(a, b posting) int {
 		if c := cmp.Compare(b.seq, a.seq); c != 0 { // newest first
 			return c
@@ -435,20 +479,14 @@ func (t *Table) topK(cands []posting, k int, lite map[posting]Row) ([]Row, error
 		if i > 0 && p == cands[i-1] {
 			continue
 		}
-		if r, ok := lite[p]; ok {
-			t.liteChecks.Add(1)
-			out = append(out, r)
-		} else {
-			t.getChecks.Add(1)
-			r, err := t.valid(p)
-			if err != nil {
-				return nil, err
-			}
-			if r == nil {
-				continue
-			}
-			out = append(out, *r)
+		r, err := v.row(p)
+		if err != nil {
+			return nil, err
 		}
+		if r == nil {
+			continue
+		}
+		out = append(out, *r)
 		if k > 0 && len(out) == k {
 			break
 		}
@@ -491,6 +529,8 @@ type Metrics struct {
 	// Candidates validated from bloom filters alone (Embedded's GetLite)
 	// and by a Get of the row.
 	LiteValidations, GetValidations uint64
+	// Tables an Embedded scan passed over: older than its k-th result.
+	TablesSkipped uint64
 }
 
 // Metrics returns the table's metrics.
@@ -516,5 +556,6 @@ func (t *Table) Metrics() Metrics {
 	}
 	m.DELIRepaired = t.repaired.Load()
 	m.LiteValidations, m.GetValidations = t.liteChecks.Load(), t.getChecks.Load()
+	m.TablesSkipped = t.tablesSkipped.Load()
 	return m
 }

@@ -274,6 +274,12 @@ func TestEmbeddedSkipsBlocks(t *testing.T) {
 	if len(rs) != 3 || rs[0].Doc["time"].I != 4507 || some*10 > all {
 		t.Fatalf("point: %+v, %d blocks read of %d", rs, some, all)
 	}
+	// The three newest u7 rows lie in the newest tables: the older ones,
+	// whose every write predates the third, are not read.
+	tables, err := tb.primary.TableNums()
+	if m := tb.Metrics(); err != nil || m.TablesSkipped == 0 {
+		t.Fatalf("top-3 lookup over %d tables skipped none (%v)", len(tables), err)
+	}
 }
 
 // TestDELIRepairs: the primary table's compaction deletes the entries of
