@@ -38,8 +38,9 @@
 //     does. RangeLookup uses the zone maps (bfh.go).
 //
 // Embedded (and the hierarchy) keep the memtable's rows in a small
-// in-memory map (memindex.go) and scan the tables alone; a candidate that
-// no skipped memtable, block or table may shadow (lsm's MayBeShadowed:
-// memtables and bloom filters, no data block) is current without a Get —
-// the study's GetLite.
+// in-memory map (memindex.go) and read the tables one at a time, newest
+// first, stopping before tables older than the k-th current row. A
+// candidate that no skipped memtable, block or table may shadow (lsm's
+// MayBeShadowed: memtables and bloom filters, no data block) is current
+// without a Get — the study's GetLite.
 package secondary
