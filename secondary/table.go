@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 
 	"github.com/seed84792017/cellcast/lsm"
+	"github.com/seed84792017/cellcast/lsm/sstable"
 )
 
 // Strategy is how an attribute is indexed.
@@ -39,7 +40,8 @@ type Attr struct {
 // Config shapes a table.
 type Config struct {
 	Attrs []Attr
-	// Options tunes every engine of the table (nil: the defaults).
+	// Options tunes every engine of the table (nil: the defaults). They
+	// share one block cache: Options.Cache, or one of BlockCacheSize.
 	Options *lsm.Options
 	// Sync makes every write durable before it returns.
 	Sync bool
@@ -95,6 +97,10 @@ type index struct {
 
 var seqKey = []byte("m/seq") // the last sequence number, beside the rows
 
+// defaultCacheSize is the block cache a table's engines share when the
+// options name none.
+const defaultCacheSize = 8 << 20
+
 func rowKey(pk string) []byte { return append([]byte("r/"), pk...) }
 
 // Open opens (or creates) a table in dir: the primary table in
@@ -116,10 +122,16 @@ func Open(dir string, cfg Config) (*Table, error) {
 		return nil, err
 	}
 	t := &Table{cfg: cfg, indexes: map[string]*index{}}
-	var po lsm.Options
+	var io lsm.Options // the indexes'
 	if cfg.Options != nil {
-		po = *cfg.Options
+		io = *cfg.Options
 	}
+	// One block cache for the primary table and every index, so a table
+	// with many indexes takes one budget.
+	if io.Cache == nil {
+		io.Cache = sstable.NewCache(cmp.Or(io.BlockCacheSize, defaultCacheSize))
+	}
+	po := io // the primary table's
 	po.BlockPropertyCollectors = slices.Clone(po.BlockPropertyCollectors)
 	for _, a := range cfg.Attrs {
 		switch a.Strategy {
@@ -146,7 +158,7 @@ func Open(dir string, cfg Config) (*Table, error) {
 			continue
 		}
 		t.eager = t.eager || a.Strategy == Eager
-		db, err := lsm.Open(filepath.Join(dir, "index-"+a.Name), cfg.Options)
+		db, err := lsm.Open(filepath.Join(dir, "index-"+a.Name), &io)
 		if err != nil {
 			t.Close()
 			return nil, err
