@@ -89,14 +89,3 @@ func (m *memIndex) collect(lo, hi []byte) []memEntry {
 	}
 	return out
 }
-
-// size is the number of entries held.
-func (m *memIndex) size() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	n := 0
-	for _, g := range m.gens {
-		n += g.n
-	}
-	return n
-}

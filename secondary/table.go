@@ -457,7 +457,7 @@ func (v *validator) row(p posting) (*Row, error) {
 	}
 	v.t.getChecks.Add(1)
 	r, err := v.t.valid(p)
-	if err == nil {
+	if err == nil && v.got != nil {
 		v.got[p] = r
 	}
 	return r, err
@@ -475,10 +475,11 @@ func (v *validator) kth(cands []posting, k int) (uint64, error) {
 }
 
 // topK validates candidates newest first until k rows are found; v (nil:
-// a plain one) remembers what is known.
+// one that knows nothing and remembers nothing, for the stand-alone
+// indexes, which validate each candidate once) remembers what is known.
 func (t *Table) topK(cands []posting, k int, v *validator) ([]Row, error) {
 	if v == nil {
-		v = newValidator(t)
+		v = &validator{t: t}
 	}
 	slices.SortFunc(cands, func(a, b posting) int {
 		if c := cmp.Compare(b.seq, a.seq); c != 0 { // newest first

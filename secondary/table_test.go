@@ -393,7 +393,7 @@ func TestEmbeddedMemtableIndex(t *testing.T) {
 	// One full run of the memtable index: genSize writes.
 	put(0, genSize)
 	mem := tb.indexes["user"].mem
-	if n := mem.size(); n != genSize {
+	if n := memSize(mem); n != genSize {
 		t.Fatalf("memtable index holds %d entries, want %d", n, genSize)
 	}
 	count := func(to, digit int) int { return (to - digit + 9) / 10 } // i < to with i%10 == digit
@@ -412,7 +412,7 @@ func TestEmbeddedMemtableIndex(t *testing.T) {
 	// flushed run goes, the writes since stay.
 	total := genSize + pruneEvery
 	put(genSize, total)
-	if n := mem.size(); n != pruneEvery {
+	if n := memSize(mem); n != pruneEvery {
 		t.Fatalf("after a flush and %d writes the memtable index holds %d entries", pruneEvery, n)
 	}
 	// Update every u3 row to u4: the old versions in the table are now
@@ -526,4 +526,15 @@ func BenchmarkEmbeddedRange(b *testing.B) {
 			b.Fatalf("%d rows, %v", len(rs), err)
 		}
 	}
+}
+
+// memSize is the number of entries a memtable index holds.
+func memSize(m *memIndex) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, g := range m.gens {
+		n += g.n
+	}
+	return n
 }
