@@ -1,0 +1,74 @@
+package listdb
+
+import (
+	"context"
+	
+	"github.com/seed84792017/cellcast/lsm"
+)
+
+// List names one of a cell's two lists.
+type List byte
+
+const (
+	Pubs List = 0
+	Subs List = 1
+)
+
+// Lists is a set of lists.
+type Lists struct{ Pubs, Subs bool }
+
+// Append is one fragment to append to a cell's list. Cell is the cell key:
+// namespace byte then the Dewey encoding.
+type Append struct {
+	List     List
+	Cell     []byte
+	Fragment []byte
+}
+
+// Backend is where the lists live.
+type Backend interface {
+	// Append writes the appends atomically.
+	Append(appends []Append, sync bool) error
+	// Visit reports the fragments of the asked lists of cell, and of every
+	// cell key below subtreeEnd when that is not nil (the cell's subtree),
+	// each key's newest first, honouring fn's decisions as lsm visits do.
+	Visit(cell, subtreeEnd []byte, lists Lists, filters []lsm.BlockPropertyFilter, fn func(List, *lsm.Fragment) lsm.VisitDecision) error
+	// Meta holds the topic registry and other metadata.
+	Meta() MetaStore
+	Flush() error
+	Compact(ctx context.Context) error
+	Metrics() []*lsm.Metrics
+	Close() error
+}
+
+// MetaStore holds a store's small metadata: high-water marks, the clock
+// floor, the topic registry. A Set is durable when it returns.
+type MetaStore interface {
+	// Get returns key's value, or an error wrapping lsm.ErrNotFound.
+	Get(key []byte) ([]byte, error)
+	Set(key, value []byte) error
+	// Scan calls fn for each key in [lower, upper), in order.
+	Scan(lower, upper []byte, fn func(key, value []byte) error) error
+}
+
+// LSMMeta keeps metadata in an lsm.DB beside the lists.
+func LSMMeta(db *lsm.DB) MetaStore { return lsmMeta{db} }
+
+type lsmMeta struct{ db *lsm.DB }
+
+func (m lsmMeta) Get(key []byte) ([]byte, error) { return m.db.Get(key) }
+func (m lsmMeta) Set(key, value []byte) error    { return m.db.Set(key, value, lsm.Sync) }
+
+func (m lsmMeta) Scan(lower, upper []byte, fn func(key, value []byte) error) error {
+	it, err := m.db.NewIter(&lsm.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		if err := fn(it.Key(), it.Value()); err != nil {
+			return err
+		}
+	}
+	return it.Error()
+}

@@ -1,0 +1,116 @@
+package listdb
+
+import (
+	"context"
+	
+	"github.com/seed84792017/cellcast/subscriptions"
+)
+
+// Subscribe implements subscriptions.Store.
+func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequest) (*subscriptions.SubscribeResult, error) {
+	var s subscriptions.Subscription
+	now, stored, err := st.stampAndStore(ctx, Subs, func(now int64) (subscriptions.Cell, int64, []byte, error) {
+		var err error
+		s, err = st.limits.NewSubscription(req, now)
+		return s.Cell, s.Tmax, EncodeSubscription(&s), err
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer st.cfg.inflight.end(now)
+	res := &subscriptions.SubscribeResult{Sub: s, Stored: stored}
+	sc := st.newScanState()
+	var prior []*subscriptions.Subscription
+	pubBound := max(s.Tmin, st.oldest(Pubs, now))
+	err = st.scan(s.Cell, Lists{Pubs: true, Subs: s.SelfJoin}, now, pubBound, st.oldest(Subs, now), func(l List, r *Rec) error {
+		if sc.skip(r, now) {
+			return nil
+		}
+		switch {
+		case l == Subs && r.Kind == KindCancel:
+			sc.cancel(r.Aux)
+		case l == Subs && r.Kind == KindSubscription && !sc.cancelled[r.T]:
+			o, err := r.Subscription()
+			if err != nil {
+				return err
+			}
+			sc.mark(r.T)
+			if o.Uid == s.Uid {
+				prior = append(prior, &o)
+			}
+		case l == Pubs && r.Kind == KindPublication && r.T >= s.Tmin:
+			p, err := r.Publication()
+			if err != nil {
+				return err
+			}
+			sc.mark(r.T)
+			if subscriptions.Match(&p, &s, now) {
+				res.Past = append(res.Past, p)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if s.SelfJoin {
+		kept := res.Past[:0]
+		for i := range res.Past {
+			if !subscriptions.SelfJoinSeen(&res.Past[i], &s, prior) {
+				kept = append(kept, res.Past[i])
+			}
+		}
+		res.Past = kept
+	}
+	subscriptions.SortPublications(res.Past)
+	return res, nil
+}
+
+// Publish implements subscriptions.Store.
+func (st *Store) Publish(ctx context.Context, req *subscriptions.PublishRequest) (*subscriptions.PublishResult, error) {
+	var p subscriptions.Publication
+	now, stored, err := st.stampAndStore(ctx, Pubs, func(now int64) (subscriptions.Cell, int64, []byte, error) {
+		var err error
+		p, err = st.limits.NewPublication(req, now)
+		return p.Cell, p.Tmax, EncodePublication(&p), err
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer st.cfg.inflight.end(now)
+	res := &subscriptions.PublishResult{Pub: p, Stored: stored}
+	sc := st.newScanState()
+	err = st.scan(p.Cell, Lists{Subs: true, Pubs: req.SelfJoin}, now, st.oldest(Pubs, now), st.oldest(Subs, now), func(l List, r *Rec) error {
+		if sc.skip(r, now) {
+			return nil
+		}
+		switch {
+		case l == Subs && r.Kind == KindCancel:
+			sc.cancel(r.Aux)
+		case l == Subs && r.Kind == KindSubscription && !sc.cancelled[r.T] && r.Aux <= now:
+			s, err := r.Subscription()
+			if err != nil {
+				return err
+			}
+			sc.mark(r.T)
+			if subscriptions.Match(&p, &s, now) {
+				res.Matches = append(res.Matches, s)
+			}
+		case l == Pubs && r.Kind == KindPublication:
+			q, err := r.Publication()
+			if err != nil {
+				return err
+			}
+			sc.mark(r.T)
+			if q.Cell.Overlaps(p.Cell) {
+				res.Recent = append(res.Recent, q)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	subscriptions.SortPublications(res.Recent)
+	return res, nil
+}
