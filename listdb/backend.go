@@ -2,7 +2,7 @@ package listdb
 
 import (
 	"context"
-	
+
 	"github.com/seed84792017/cellcast/lsm"
 )
 

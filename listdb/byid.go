@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	
+
 	"github.com/seed84792017/cellcast/lsm"
 	"github.com/seed84792017/cellcast/subscriptions"
 )

@@ -2,7 +2,7 @@ package listdb
 
 import (
 	"time"
-	
+
 	"github.com/seed84792017/cellcast/dewey"
 	"github.com/seed84792017/cellcast/lsm"
 	"github.com/seed84792017/cellcast/subscriptions"

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
-	
+
 	"github.com/seed84792017/cellcast/lsm"
 	"github.com/seed84792017/cellcast/subscriptions"
 )

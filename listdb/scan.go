@@ -2,7 +2,7 @@ package listdb
 
 import (
 	"fmt"
-	
+
 	"github.com/seed84792017/cellcast/lsm"
 	"github.com/seed84792017/cellcast/subscriptions"
 )

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	
+
 	"github.com/seed84792017/cellcast/dewey"
 	"github.com/seed84792017/cellcast/lsm"
 	"github.com/seed84792017/cellcast/subscriptions"

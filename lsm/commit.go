@@ -3,6 +3,7 @@ package lsm
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/seed84792017/cellcast/lsm/internal/memtable"
@@ -14,19 +15,26 @@ import (
 // to an in-memory buffer; a sync commit writes and fsyncs it inline, while
 // unsynced commits leave the write to the log's flusher goroutine, so they
 // cost no syscall on the commit path. An unsynced write is in the OS within
-// moments and on disk after the next sync; a crash may lose it.
+// moments and on disk after the next sync; a crash may lose it. A caller
+// that needs more waits for its position (waitFor): whoever holds flushMu
+// writes (and syncs) everything appended so far, so concurrent waiters
+// share one write(2) and one fsync.
 type walWriter struct {
 	num     uint64
 	f       vfs.File
 	mu      sync.Mutex // guards w's buffer
 	w       *record.Writer
-	flushMu sync.Mutex // serializes file writes and syncs
+	flushMu sync.Mutex // serializes file writes and syncs; guards the fields below
 	spare   []byte
 	// err is the first write or sync error; the log is dead after it.
-	err     error
-	kick    chan struct{}
-	done    chan struct{}
-	onError func(error)
+	err error
+	// closed: close wrote and synced everything (unless err).
+	closed bool
+	// written and synced are the log offsets the OS and the disk hold.
+	written, synced atomic.Int64
+	kick            chan struct{}
+	done            chan struct{}
+	onError         func(error)
 }
 
 func (d *DB) createWAL(num uint64) (*walWriter, error) {
@@ -57,22 +65,29 @@ const walFlushDelay = 500 * time.Microsecond
 // it the commit leader writes the buffer out itself.
 const maxUnflushedWAL = 1 << 20
 
-// append buffers one record and reports how many bytes await a flush.
-func (l *walWriter) append(rec []byte) (int, error) {
+// append buffers one record and reports the log's size after it and how
+// many bytes await a flush.
+func (l *walWriter) append(rec []byte) (end int64, pending int, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	err := l.w.Write(rec)
-	return l.w.Buffered(), err
+	err = l.w.Write(rec)
+	return l.w.Size(), l.w.Buffered(), err
 }
 
 // flush writes out everything appended so far, and fsyncs if sync.
 func (l *walWriter) flush(sync bool) error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
-	if l.err != nil {
+	return l.flushLocked(sync)
+}
+
+// flushLocked is flush with l.flushMu held.
+func (l *walWriter) flushLocked(sync bool) error {
+	if l.err != nil || l.closed {
 		return l.err
 	}
 	l.mu.Lock()
+	end := l.w.Size()
 	data := l.w.Take(l.spare)
 	l.mu.Unlock()
 	if len(data) > 0 {
@@ -82,13 +97,39 @@ func (l *walWriter) flush(sync bool) error {
 		}
 	}
 	l.spare = data
+	l.written.Store(end)
 	if sync {
 		if err := l.f.Sync(); err != nil {
 			l.err = err
 			return err
 		}
+		l.synced.Store(end)
 	}
 	return nil
+}
+
+// waitFor returns once the log through off is in the OS and, if sync, on
+// disk. A waiter that finds the work not done does it for everything
+// appended so far; those queued behind it on flushMu then find theirs done.
+func (l *walWriter) waitFor(off int64, sync bool) error {
+	reached := func() bool {
+		if sync {
+			return l.synced.Load() >= off
+		}
+		return l.written.Load() >= off
+	}
+	if reached() {
+		return nil
+	}
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	if reached() {
+		return nil
+	}
+	if l.closed {
+		return l.err // close synced everything, unless it failed
+	}
+	return l.flushLocked(sync)
 }
 
 // requestFlush asks the flusher to write out the buffer soon.
@@ -124,9 +165,15 @@ func (l *walWriter) flushLoop() {
 // close writes and syncs what is buffered and closes the file.
 func (l *walWriter) close() error {
 	close(l.done)
-	err := l.flush(true)
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	err := l.flushLocked(true)
+	l.closed = true
 	if cerr := l.f.Close(); err == nil {
 		err = cerr
+	}
+	if l.err == nil {
+		l.err = err
 	}
 	return err
 }
@@ -137,9 +184,12 @@ type writer struct {
 	sync  bool
 	// force switches to a new memtable even if the current one has room.
 	force bool
-	done  bool
-	err   error
-	cond  sync.Cond
+	// noWait leaves the WAL write to a later WaitWAL(pos).
+	noWait bool
+	pos    WALPos
+	done   bool
+	err    error
+	cond   sync.Cond
 }
 
 // Apply commits a batch atomically: it is in the WAL (synced if opts.Sync)
@@ -154,6 +204,45 @@ func (d *DB) Apply(b *Batch, opts *WriteOptions) error {
 	err := d.commit(w)
 	writerPool.Put(w)
 	return err
+}
+
+// WALPos is where a commit's record ends in the write-ahead log.
+type WALPos struct {
+	log uint64
+	off int64
+}
+
+// ApplyNoSyncWait commits b like Apply without Sync and returns where its
+// WAL record ends: the batch is visible to reads at once, and reaches the
+// OS, or the disk, only by a later WaitWAL(pos) (or within moments, by the
+// log's own flusher). A caller that orders its commits under a lock of its
+// own applies under the lock and waits after releasing it, so concurrent
+// commits share one fsync.
+func (d *DB) ApplyNoSyncWait(b *Batch) (WALPos, error) {
+	if b == nil || b.Empty() {
+		return WALPos{}, nil
+	}
+	w := writerPool.Get().(*writer)
+	*w = writer{batch: b, noWait: true}
+	err := d.commit(w)
+	pos := w.pos
+	writerPool.Put(w)
+	return pos, err
+}
+
+// WaitWAL returns once the WAL holds everything through pos in the OS and,
+// if sync, on disk. Concurrent calls share one write(2) and one fsync.
+func (d *DB) WaitWAL(pos WALPos, sync bool) error {
+	d.mu.Lock()
+	log := d.log
+	d.mu.Unlock()
+	if log == nil || log.num > pos.log {
+		return nil // an older log: a memtable switch synced and closed it
+	}
+	if err := log.waitFor(pos.off, sync); err != nil {
+		return fmt.Errorf("%w: WAL: %w", ErrWritesRefused, err)
+	}
+	return nil
 }
 
 var (
@@ -270,11 +359,14 @@ func (d *DB) writeGroup(group []*writer) error {
 		}
 		putCount(rec, uint32(n))
 	}
-	pending, err := log.append(rec)
+	end, pending, err := log.append(rec)
+	for _, o := range group {
+		o.pos = WALPos{log: log.num, off: end}
+	}
 	if err == nil {
 		switch {
 		case sync:
-			err = log.flush(true)
+			err = log.waitFor(end, true)
 		case pending > maxUnflushedWAL:
 			err = log.flush(false)
 		default:
