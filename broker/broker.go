@@ -51,9 +51,11 @@ type Config struct {
 	GeoDepth       int // quad tree depth of a lat/lng point; default 12
 	Limits         subscriptions.Limits
 	Gateway        gateway.Limits
-	Sync           bool  // fsync every write before answering
-	CacheBytes     int64 // block cache; default listdb.DefaultCacheBudget
-	Pprof          bool  // serve /debug/pprof/ on the HTTP address
+	// Durability is what a write has reached when it is acknowledged:
+	// listdb.Synced (the zero value, the default), or listdb.Written.
+	Durability listdb.Durability
+	CacheBytes int64 // block cache; default listdb.DefaultCacheBudget
+	Pprof      bool  // serve /debug/pprof/ on the HTTP address
 	// Indexes are the catalog's "attr=strategy" list for the query op;
 	// default catalog.DefaultIndexes, "none" for no catalog.
 	Indexes string
@@ -209,7 +211,7 @@ func Start(cfg Config) (_ *Broker, err error) {
 }
 
 func (b *Broker) openStore() error {
-	cfg := listdb.Config{Limits: b.cfg.Limits, Sync: b.cfg.Sync}
+	cfg := listdb.Config{Limits: b.cfg.Limits, Durability: b.cfg.Durability}
 	opts := &lsm.Options{BlockCacheSize: b.cfg.CacheBytes}
 	var err error
 	switch b.cfg.Storage {
@@ -236,7 +238,7 @@ func (b *Broker) openCatalog() error {
 	if err != nil {
 		return fmt.Errorf("--index: %w", err)
 	}
-	b.catalog, err = catalog.Open(filepath.Join(b.cfg.DataDir, "catalog"), catalog.Config{Indexes: ix, Sync: b.cfg.Sync, Log: b.log,
+	b.catalog, err = catalog.Open(filepath.Join(b.cfg.DataDir, "catalog"), catalog.Config{Indexes: ix, Sync: b.cfg.Durability == listdb.Synced, Log: b.log,
 		Options: &lsm.Options{BlockCacheSize: b.cfg.CacheBytes / 4}})
 	if errors.Is(err, catalog.ErrBadIndexes) {
 		return fmt.Errorf("--index %q: %w", b.cfg.Indexes, err)
@@ -252,7 +254,13 @@ func (b *Broker) connectNATS(verifier auth.Verifier) error {
 	opts := []nats.Option{nats.Name("cellcast-broker"), nats.MaxReconnects(-1),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { b.log.Warn("nats disconnected", "err", err) }),
 		nats.ReconnectHandler(func(nc *nats.Conn) { b.log.Info("nats reconnected", "url", nc.ConnectedUrl()) }),
+		// nats.go passes a nil subscription for connection-level errors
+		// and permission violations.
 		nats.ErrorHandler(func(_ *nats.Conn, s *nats.Subscription, err error) {
+			if s == nil {
+				b.log.Error("nats", "err", err)
+				return
+			}
 			b.log.Error("nats", "subject", s.Subject, "err", err)
 		}),
 	}

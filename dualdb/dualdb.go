@@ -32,19 +32,23 @@ func key(cell []byte, l listdb.List) []byte {
 	return append(append(make([]byte, 0, len(cell)+1), cell...), byte(l))
 }
 
-// batches recycles write batches: a batch is free again once Apply returns.
+// batches recycles write batches: a batch is free again once its commit
+// returns.
 var batches = sync.Pool{New: func() any { return lsm.NewBatch() }}
 
-func (b *backend) Append(appends []listdb.Append, sync bool) error {
+func (b *backend) Append(appends []listdb.Append) (listdb.Commit, error) {
 	batch := batches.Get().(*lsm.Batch)
 	defer func() { batch.Reset(); batches.Put(batch) }()
 	for _, a := range appends {
 		if err := batch.Merge(key(a.Cell, a.List), a.Fragment); err != nil {
-			return err
+			return listdb.Commit{}, err
 		}
 	}
-	return b.db.Apply(batch, &lsm.WriteOptions{Sync: sync})
+	pos, err := b.db.ApplyNoSyncWait(batch)
+	return listdb.Commit{Pos: pos}, err
 }
+
+func (b *backend) Wait(c listdb.Commit, sync bool) error { return b.db.WaitWAL(c.Pos, sync) }
 
 func (b *backend) Visit(cell, subtreeEnd []byte, lists listdb.Lists, filters []lsm.BlockPropertyFilter, fn func(listdb.List, *lsm.Fragment) lsm.VisitDecision) error {
 	stopped := false

@@ -25,10 +25,21 @@ type Append struct {
 	Fragment []byte
 }
 
+// A Commit says where an Append's writes end in the log of the engine
+// that took them, for Wait.
+type Commit struct {
+	Engine int
+	Pos    lsm.WALPos
+}
+
 // Backend is where the lists live.
 type Backend interface {
-	// Append writes the appends atomically.
-	Append(appends []Append, sync bool) error
+	// Append writes the appends atomically. They are visible to reads
+	// when it returns, and durable once Wait(commit) returns.
+	Append(appends []Append) (Commit, error)
+	// Wait returns once the commit is written to the OS and, if sync, on
+	// disk. Concurrent waits share one write and one fsync.
+	Wait(c Commit, sync bool) error
 	// Visit reports the fragments of the asked lists of cell, and of every
 	// cell key below subtreeEnd when that is not nil (the cell's subtree),
 	// each key's newest first, honouring fn's decisions as lsm visits do.

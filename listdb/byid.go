@@ -11,16 +11,23 @@ import (
 
 // Unsubscribe implements subscriptions.Store.
 func (st *Store) Unsubscribe(ctx context.Context, sid string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	st.mu.Lock()
-	defer st.mu.Unlock()
 	now := st.clock.Now()
 	st.cfg.inflight.begin(now)
 	defer st.cfg.inflight.end(now)
 	found, keys, err := st.find(sid, now)
+	var c Commit
+	if err == nil {
+		c, err = st.write(Subs, keys, EncodeCancel(now, found.Ts, found.Tmax), now)
+	}
+	st.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	return st.write(Subs, keys, EncodeCancel(now, found.Ts, found.Tmax), now)
+	return st.settle(c)
 }
 
 // find returns the subscription sid if it is uncancelled and live at

@@ -1,6 +1,7 @@
 package listdb
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/seed84792017/cellcast/dewey"
@@ -21,6 +22,49 @@ const (
 	Fixed
 )
 
+// Durability says what a write has reached when its operation returns,
+// and so which crash it survives. Stamps are taken and records applied in
+// order under the store's lock; the wait for the disk happens outside it,
+// so concurrent operations share fsyncs (group commit).
+type Durability int
+
+const (
+	// Synced: the write is in the WAL on disk (fsynced). It survives a
+	// crash of the process and of the machine. The default.
+	Synced Durability = iota
+	// Written: the write is in the WAL in the OS (write(2) returned). It
+	// survives a crash of the process (kill -9) but not of the OS or the
+	// machine.
+	Written
+	// Buffered: the write may still be in the process's memory for up to
+	// a millisecond or so; a crash of the process can lose the latest
+	// writes. For in-process experiments, never for a server.
+	Buffered
+)
+
+// String names the mode as the broker's --durability flag does.
+func (d Durability) String() string {
+	switch d {
+	case Synced:
+		return "sync"
+	case Written:
+		return "os"
+	case Buffered:
+		return "buffered"
+	}
+	return fmt.Sprintf("Durability(%d)", int(d))
+}
+
+// ParseDurability reads a mode's name: sync, os or buffered.
+func ParseDurability(s string) (Durability, error) {
+	for _, d := range []Durability{Synced, Written, Buffered} {
+		if s == d.String() {
+			return d, nil
+		}
+	}
+	return 0, fmt.Errorf("listdb: unknown durability %q: use sync (fsync before answering, the default), os (written to the OS: survives kill -9, not a machine crash) or buffered (experiments only)", s)
+}
+
 // Config shapes a Store.
 type Config struct {
 	Limits subscriptions.Limits
@@ -30,8 +74,9 @@ type Config struct {
 	// Now reads the current time for the compaction filter without taking a
 	// stamp. Default: the wall clock.
 	Now func() int64
-	// Sync makes every write durable before the operation returns.
-	Sync bool
+	// Durability is how far a write has gone when its operation returns.
+	// Default Synced.
+	Durability Durability
 	// Granularity, and for Fixed the Tree and LeafDepth to expand to.
 	Granularity Granularity
 	Tree        *dewey.QuadTree

@@ -9,7 +9,7 @@ import (
 // Subscribe implements subscriptions.Store.
 func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequest) (*subscriptions.SubscribeResult, error) {
 	var s subscriptions.Subscription
-	now, stored, err := st.stampAndStore(ctx, Subs, func(now int64) (subscriptions.Cell, int64, []byte, error) {
+	now, stored, commit, err := st.stampAndStore(ctx, Subs, func(now int64) (subscriptions.Cell, int64, []byte, error) {
 		var err error
 		s, err = st.limits.NewSubscription(req, now)
 		return s.Cell, s.Tmax, EncodeSubscription(&s), err
@@ -63,13 +63,18 @@ func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequ
 		res.Past = kept
 	}
 	subscriptions.SortPublications(res.Past)
+	// The scan ran while other operations' fsyncs went on; now this
+	// write must be durable before it is answered.
+	if err := st.settle(commit); err != nil {
+		return nil, err
+	}
 	return res, nil
 }
 
 // Publish implements subscriptions.Store.
 func (st *Store) Publish(ctx context.Context, req *subscriptions.PublishRequest) (*subscriptions.PublishResult, error) {
 	var p subscriptions.Publication
-	now, stored, err := st.stampAndStore(ctx, Pubs, func(now int64) (subscriptions.Cell, int64, []byte, error) {
+	now, stored, commit, err := st.stampAndStore(ctx, Pubs, func(now int64) (subscriptions.Cell, int64, []byte, error) {
 		var err error
 		p, err = st.limits.NewPublication(req, now)
 		return p.Cell, p.Tmax, EncodePublication(&p), err
@@ -112,5 +117,8 @@ func (st *Store) Publish(ctx context.Context, req *subscriptions.PublishRequest)
 		return nil, err
 	}
 	subscriptions.SortPublications(res.Recent)
+	if err := st.settle(commit); err != nil {
+		return nil, err
+	}
 	return res, nil
 }

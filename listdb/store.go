@@ -135,14 +135,15 @@ func (st *Store) cellsFor(c subscriptions.Cell) ([][]byte, error) {
 }
 
 // write appends one fragment to a list of every key, and keeps the
-// persisted clock floor ahead of the stamps. st.mu is held.
-func (st *Store) write(list List, keys [][]byte, frag []byte, now int64) error {
+// persisted clock floor ahead of the stamps. st.mu is held. The write is
+// visible at once and durable once settle(commit) returns.
+func (st *Store) write(list List, keys [][]byte, frag []byte, now int64) (Commit, error) {
 	appends := make([]Append, len(keys))
 	for i, k := range keys {
 		appends[i] = Append{List: list, Cell: k, Fragment: frag}
 	}
 	if err := st.reapFloor(false); err != nil {
-		return err
+		return Commit{}, err
 	}
 	if now >= st.floor.Load()-floorMargin/2 && !st.floorBusy {
 		st.startFloor(now + floorMargin)
@@ -151,20 +152,38 @@ func (st *Store) write(list List, keys [][]byte, frag []byte, now int64) error {
 	// wait keeps st.mu, so records still reach the engine in stamp order.
 	for now >= st.floor.Load() {
 		if err := st.reapFloor(true); err != nil {
-			return err
+			return Commit{}, err
 		}
 		if now >= st.floor.Load() {
 			st.startFloor(now + floorMargin)
 		}
 	}
-	return st.b.Append(appends, st.cfg.Sync)
+	return st.b.Append(appends)
+}
+
+// settle waits, without st.mu, until c is as durable as the store's
+// Durability asks. Operations waiting at once share one write and fsync.
+func (st *Store) settle(c Commit) error {
+	if st.cfg.Durability == Buffered {
+		return nil
+	}
+	if err := st.b.Wait(c, st.cfg.Durability == Synced); err != nil {
+		return fmt.Errorf("listdb: making a write durable: %w", err)
+	}
+	return nil
 }
 
 // stampAndStore takes the operation's stamp, builds its record and, if it
 // outlives now, appends it to list, all under st.mu so records reach the
-// engine in stamp order. Unless it fails, the operation is in flight until
-// the caller calls st.cfg.inflight.end(now).
-func (st *Store) stampAndStore(ctx context.Context, list List, build func(now int64) (subscriptions.Cell, int64, []byte, error)) (now int64, stored bool, err error) {
+// engine in stamp order. The caller settles the commit, outside st.mu,
+// before it answers. Unless it fails, the operation is in flight until the
+// caller calls st.cfg.inflight.end(now). A context cancelled once the
+// operation began no longer stops it: what is stored must be answered for
+// (and dispatched), whoever still listens.
+func (st *Store) stampAndStore(ctx context.Context, list List, build func(now int64) (subscriptions.Cell, int64, []byte, error)) (now int64, stored bool, c Commit, err error) {
+	if err := ctx.Err(); err != nil {
+		return 0, false, Commit{}, err
+	}
 	st.mu.Lock()
 	now = st.clock.Now()
 	st.cfg.inflight.begin(now)
@@ -177,15 +196,12 @@ func (st *Store) stampAndStore(ctx context.Context, list List, build func(now in
 		err = st.raiseMarks(list, cell, tmax-now)
 	}
 	if err == nil && tmax > now {
-		err = st.write(list, keys, frag, now)
+		c, err = st.write(list, keys, frag, now)
 		stored = err == nil
 	}
 	st.mu.Unlock()
-	if err == nil {
-		err = ctx.Err()
-	}
 	if err != nil {
 		st.cfg.inflight.end(now)
 	}
-	return now, stored, err
+	return now, stored, c, err
 }

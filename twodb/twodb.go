@@ -40,24 +40,30 @@ func (b *backend) db(l listdb.List) *lsm.DB {
 	return b.subs
 }
 
-func (b *backend) Append(appends []listdb.Append, sync bool) error {
-	var batches [2]*lsm.Batch
+// Append writes to the engine of the appends' list. Every operation
+// writes one list only, so one engine and one commit: the two engines
+// never hold halves of one acknowledged write. (The store's metadata, in
+// the pubs engine, is synced before any record that relies on it.)
+func (b *backend) Append(appends []listdb.Append) (listdb.Commit, error) {
+	if len(appends) == 0 {
+		return listdb.Commit{}, nil
+	}
+	l := appends[0].List
+	batch := lsm.NewBatch()
 	for _, a := range appends {
-		if batches[a.List] == nil {
-			batches[a.List] = lsm.NewBatch()
+		if a.List != l {
+			return listdb.Commit{}, errors.New("twodb: one append writes to both lists")
 		}
-		if err := batches[a.List].Merge(a.Cell, a.Fragment); err != nil {
-			return err
-		}
-	}
-	for l, batch := range batches {
-		if batch != nil {
-			if err := b.db(listdb.List(l)).Apply(batch, &lsm.WriteOptions{Sync: sync}); err != nil {
-				return err
-			}
+		if err := batch.Merge(a.Cell, a.Fragment); err != nil {
+			return listdb.Commit{}, err
 		}
 	}
-	return nil
+	pos, err := b.db(l).ApplyNoSyncWait(batch)
+	return listdb.Commit{Engine: int(l), Pos: pos}, err
+}
+
+func (b *backend) Wait(c listdb.Commit, sync bool) error {
+	return b.db(listdb.List(c.Engine)).WaitWAL(c.Pos, sync)
 }
 
 func (b *backend) Visit(cell, subtreeEnd []byte, lists listdb.Lists, filters []lsm.BlockPropertyFilter, fn func(listdb.List, *lsm.Fragment) lsm.VisitDecision) error {

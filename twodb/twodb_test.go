@@ -13,6 +13,7 @@ func TestClockFloor(t *testing.T)  { storetest.ClockFloor(t, Open) }
 func TestResumeGrace(t *testing.T) { storetest.ResumeGrace(t, Open) }
 func TestBadInput(t *testing.T)    { storetest.BadInput(t, Open) }
 func TestConcurrent(t *testing.T)  { storetest.Concurrent(t, Open) }
+func TestDurability(t *testing.T)  { storetest.Durability(t, Open) }
 
 func BenchmarkSubHeavy(b *testing.B) { storetest.Bench(b, Open, storetest.Workload{SubsPerPub: 3}) }
 func BenchmarkPubHeavy(b *testing.B) {

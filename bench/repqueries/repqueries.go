@@ -100,17 +100,20 @@ func (q *queue) Pop() any {
 // lists to read.
 type pubsOnly struct{ db *lsm.DB }
 
-func (b pubsOnly) Append(appends []listdb.Append, sync bool) error {
+func (b pubsOnly) Append(appends []listdb.Append) (listdb.Commit, error) {
 	batch := lsm.NewBatch()
 	for _, a := range appends {
 		if a.List == listdb.Pubs {
 			if err := batch.Merge(a.Cell, a.Fragment); err != nil {
-				return err
+				return listdb.Commit{}, err
 			}
 		}
 	}
-	return b.db.Apply(batch, &lsm.WriteOptions{Sync: sync})
+	pos, err := b.db.ApplyNoSyncWait(batch)
+	return listdb.Commit{Pos: pos}, err
 }
+
+func (b pubsOnly) Wait(c listdb.Commit, sync bool) error { return b.db.WaitWAL(c.Pos, sync) }
 
 func (b pubsOnly) Visit(cell, subtreeEnd []byte, lists listdb.Lists, filters []lsm.BlockPropertyFilter, fn func(listdb.List, *lsm.Fragment) lsm.VisitDecision) error {
 	if !lists.Pubs {

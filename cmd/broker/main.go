@@ -15,6 +15,7 @@ import (
 
 	"github.com/seed84792017/cellcast/broker"
 	"github.com/seed84792017/cellcast/catalog"
+	"github.com/seed84792017/cellcast/listdb"
 )
 
 func main() {
@@ -97,7 +98,8 @@ func run(args []string) int {
 	fs.Float64Var(&c.Gateway.Rate, "rate", 2000, "requests per second per WebSocket connection")
 	fs.IntVar(&c.Gateway.Burst, "burst", 4000, "request burst per WebSocket connection")
 	fs.IntVar(&c.Gateway.SendQueue, "send-queue", 16<<10, "messages queued per WebSocket connection before it is cut as a slow consumer")
-	fs.BoolVar(&c.Sync, "sync", false, "fsync every write before answering (otherwise the WAL reaches the OS at once and the disk within the OS's flush)")
+	durability := fs.String("durability", "sync", "what a write has reached when it is acknowledged: sync (the WAL is fsynced: survives a crash of the process or the machine; concurrent requests share fsyncs) or os (the WAL is written to the OS: survives kill -9 of the broker, not an OS crash or power loss)")
+	legacySync := fs.Bool("sync", false, "same as --durability sync, the default (kept for old scripts)")
 	fs.StringVar(&c.Indexes, "index", catalog.DefaultIndexes, "the publication attributes the query op can search, as attr=strategy pairs: attr is uid, tp or an attrs key; strategy is embedded, eager, lazy, composite, deli or bloom-hierarchy (docs/secondary-indexes.md); none for no catalog")
 	fs.BoolVar(&c.Pprof, "pprof", false, "serve Go profiles at /debug/pprof/ on the HTTP address")
 	cacheMiB := fs.Int("cache-mib", 128, "block cache size in MiB")
@@ -123,6 +125,15 @@ func run(args []string) int {
 		return 2
 	}
 	c.CacheBytes = int64(*cacheMiB) << 20
+	d, err := listdb.ParseDurability(*durability)
+	if err != nil || d == listdb.Buffered {
+		fmt.Fprintln(os.Stderr, "broker: --durability: sync or os")
+		return 2
+	}
+	if *legacySync {
+		d = listdb.Synced
+	}
+	c.Durability = d
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := broker.Run(ctx, c, *grace); err != nil {

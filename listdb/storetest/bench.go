@@ -28,7 +28,7 @@ func Bench(b *testing.B, open Opener, w Workload) {
 		b.Fatal(err)
 	}
 	clock := subscriptions.NewFakeClock(start)
-	st, err := open(b.TempDir(), listdb.Config{Clock: clock, Now: clock.Peek}, nil)
+	st, err := open(b.TempDir(), listdb.Config{Clock: clock, Now: clock.Peek, Durability: listdb.Buffered}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -81,20 +81,21 @@ func key(cell []byte, l listdb.List) []byte {
 	return append(append(make([]byte, 0, len(cell)+1), cell...), byte(l))
 }
 
-func (b *backend) Append(appends []listdb.Append, sync bool) error {
+func (b *backend) Append(appends []listdb.Append) (listdb.Commit, error) {
 	batch := b.db.NewBatch()
 	defer batch.Close()
 	for _, a := range appends {
 		if err := batch.Merge(key(a.Cell, a.List), a.Fragment, nil); err != nil {
-			return err
+			return listdb.Commit{}, err
 		}
 	}
-	o := pebble.NoSync
-	if sync {
-		o = pebble.Sync
-	}
-	return batch.Commit(o)
+	return listdb.Commit{}, batch.Commit(pebble.NoSync)
 }
+
+// Wait syncs Pebble's WAL through everything committed so far (Pebble
+// shares the fsync among concurrent callers); it has no write-only wait,
+// so both modes sync.
+func (b *backend) Wait(_ listdb.Commit, _ bool) error { return b.db.LogData(nil, pebble.Sync) }
 
 // Visit reports each key's whole merged list as one fragment: Pebble
 // merges every operand on read. Block property filters are Cellcast's;
