@@ -9,4 +9,20 @@
 // Reads follow the thesis's Algorithm 1: a key's fragments are visited
 // newest component first and the visit stops once a fragment is older than
 // anything the query can still match.
+//
+// Writes are ordered, then made durable. Under Store.mu an operation takes
+// its stamp and applies its record to the engine (visible, not yet
+// durable), so records reach the engine in stamp order and an operation's
+// read sees every record stamped before it. After releasing Store.mu it
+// scans, then waits for the engine's WAL (Config.Durability: fsynced by
+// default, or written to the OS), so concurrent operations share one
+// fsync and none holds the lock while the disk works. The log is a
+// prefix: whatever an operation read was durable before its own write.
+//
+// Lock order: Store.mu, then inflight.mu; the engine's locks (package lsm)
+// are taken under either. Store.mu is held across a synced metadata write
+// only when a high-water mark rises (rarely: marks move in whole seconds
+// and depths) or the clock floor must be waited for; the floor is
+// normally persisted in the background, ahead of need. The topic registry
+// (dewey.Topics) has its own lock and never takes Store.mu.
 package listdb

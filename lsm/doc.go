@@ -19,6 +19,26 @@
 // What this package must never do: know anything about Cellcast's records,
 // silently return unverified bytes, or lose a write it acknowledged as synced.
 //
-// Lock order: DB.compactMu, then DB.manifestMu, then DB.mu; the table cache
-// and block cache take their own short locks inside any of them.
+// Lock order (a lock may be taken while holding those before it, never
+// the other way round):
+//
+//  1. DB.compactMu — held for a whole compaction (and a manual Compact).
+//  2. DB.manifestMu — held while a version edit is written to the MANIFEST;
+//     taken with compactMu or alone (flushes), released before d.mu is
+//     retaken for long.
+//  3. DB.mu — the DB's state: memtables, versions, the commit queue, the
+//     sticky error; bgCond, flushCond, compactCond and each writer's cond
+//     wait on it. The commit leader releases it for the WAL write and the
+//     memtable apply (writeGroup), so no fsync runs under it, except the
+//     old log's final sync when a full memtable is switched.
+//  4. walWriter.flushMu — one write(2) or fsync of the WAL at a time;
+//     taken under d.mu only by a memtable switch (closing the old log).
+//     WaitWAL reads d.log under d.mu and waits on flushMu after releasing it.
+//  5. walWriter.mu — the log's in-memory buffer; taken under flushMu or
+//     alone (append).
+//  6. DB.rsMu — the published read state; taken under d.mu or alone.
+//
+// The table cache and the block cache take their own short locks inside
+// any of these and call nothing that locks. The flusher's error callback
+// takes d.mu only after releasing flushMu.
 package lsm
