@@ -22,6 +22,8 @@ var errUnsupported = errors.New("unsupported")
 // default); each engine keeps its WAL on.
 type engine interface {
 	set(k, v []byte) error
+	// setSync writes and fsyncs before returning; safe for concurrent use.
+	setSync(k, v []byte) error
 	merge(k, v []byte) error
 	// get reports whether the key was found.
 	get(k []byte) (bool, error)
@@ -56,8 +58,9 @@ func openCellcast(dir string, cacheBytes int64) (engine, error) {
 	return &cellcastEngine{db}, err
 }
 
-func (e *cellcastEngine) set(k, v []byte) error   { return e.db.Set(k, v, lsm.NoSync) }
-func (e *cellcastEngine) merge(k, v []byte) error { return e.db.Merge(k, v, lsm.NoSync) }
+func (e *cellcastEngine) set(k, v []byte) error     { return e.db.Set(k, v, lsm.NoSync) }
+func (e *cellcastEngine) setSync(k, v []byte) error { return e.db.Set(k, v, lsm.Sync) }
+func (e *cellcastEngine) merge(k, v []byte) error   { return e.db.Merge(k, v, lsm.NoSync) }
 func (e *cellcastEngine) get(k []byte) (bool, error) {
 	_, err := e.db.Get(k)
 	if errors.Is(err, lsm.ErrNotFound) {
@@ -141,8 +144,9 @@ func (quietPebble) Fatalf(format string, args ...interface{}) {
 	panic(errors.New("pebble fatal"))
 }
 
-func (e *pebbleEngine) set(k, v []byte) error   { return e.db.Set(k, v, pebble.NoSync) }
-func (e *pebbleEngine) merge(k, v []byte) error { return e.db.Merge(k, v, pebble.NoSync) }
+func (e *pebbleEngine) set(k, v []byte) error     { return e.db.Set(k, v, pebble.NoSync) }
+func (e *pebbleEngine) setSync(k, v []byte) error { return e.db.Set(k, v, pebble.Sync) }
+func (e *pebbleEngine) merge(k, v []byte) error   { return e.db.Merge(k, v, pebble.NoSync) }
 func (e *pebbleEngine) get(k []byte) (bool, error) {
 	_, closer, err := e.db.Get(k)
 	if errors.Is(err, pebble.ErrNotFound) {
@@ -203,6 +207,9 @@ func openGoleveldb(dir string, cacheBytes int64) (engine, error) {
 var noSync = &opt.WriteOptions{Sync: false}
 
 func (e *goleveldbEngine) set(k, v []byte) error { return e.db.Put(k, v, noSync) }
+func (e *goleveldbEngine) setSync(k, v []byte) error {
+	return e.db.Put(k, v, &opt.WriteOptions{Sync: true})
+}
 func (e *goleveldbEngine) merge(k, v []byte) error {
 	return errUnsupported
 }

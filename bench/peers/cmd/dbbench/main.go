@@ -17,22 +17,24 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
 var (
-	num        = flag.Int("num", 1_000_000, "keys per workload")
-	valueSize  = flag.Int("value_size", 100, "value size in bytes")
-	mergeKeys  = flag.Int("merge_keys", 100_000, "distinct keys for mergerandom")
-	cacheMiB   = flag.Int64("cache_mib", 32, "block cache per engine, MiB")
-	only       = flag.String("engines", "cellcast,pebble,goleveldb", "engines to run")
-	dir        = flag.String("dir", "", "scratch directory (default: a temp dir)")
-	out        = flag.String("out", "", "also write the markdown report here")
-	workloadsF = flag.String("workloads", "", "comma-separated subset of workloads (default all)")
-	memprofile = flag.String("memprofile", "", "write an allocation profile at the end here")
-	verbose    = flag.Bool("v", false, "print engine metrics after each workload")
-	runs       = flag.Int("runs", 1, "run every engine this many times, interleaved, and keep each workload's best")
-	cpuprofile = flag.String("cpuprofile", "", "write a CPU profile of the whole run here")
+	num         = flag.Int("num", 1_000_000, "keys per workload")
+	valueSize   = flag.Int("value_size", 100, "value size in bytes")
+	mergeKeys   = flag.Int("merge_keys", 100_000, "distinct keys for mergerandom")
+	cacheMiB    = flag.Int64("cache_mib", 32, "block cache per engine, MiB")
+	only        = flag.String("engines", "cellcast,pebble,goleveldb", "engines to run")
+	dir         = flag.String("dir", "", "scratch directory (default: a temp dir)")
+	out         = flag.String("out", "", "also write the markdown report here")
+	workloadsF  = flag.String("workloads", "", "comma-separated subset of workloads (default all)")
+	memprofile  = flag.String("memprofile", "", "write an allocation profile at the end here")
+	verbose     = flag.Bool("v", false, "print engine metrics after each workload")
+	syncWriters = flag.Int("sync_writers", 8, "concurrent writers in fillsync")
+	runs        = flag.Int("runs", 1, "run every engine this many times, interleaved, and keep each workload's best")
+	cpuprofile  = flag.String("cpuprofile", "", "write a CPU profile of the whole run here")
 )
 
 type result struct {
@@ -51,7 +53,7 @@ type engineResult struct {
 }
 
 var workloadOrder = []string{
-	"fillseq", "fillrandom", "overwrite", "readrandom", "readmissing", "seekrandom",
+	"fillseq", "fillsync", "fillrandom", "overwrite", "readrandom", "readmissing", "seekrandom",
 	"readseq", "compact", "readrandom-compacted", "mergerandom", "readmerged", "readmerged-compacted",
 }
 
@@ -177,6 +179,35 @@ func timed(n int, fn func(i int) error) (result, error) {
 	return result{opsPerSec: float64(n) / time.Since(start).Seconds()}, nil
 }
 
+// timedConcurrent runs n calls of fn over w goroutines.
+func timedConcurrent(n, w int, fn func(i int) error) (result, error) {
+	start := time.Now()
+	var next atomic.Int64
+	errs := make(chan error, w)
+	for range w {
+		go func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					errs <- nil
+					return
+				}
+				if err := fn(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	var first error
+	for range w {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return result{opsPerSec: float64(n) / time.Since(start).Seconds()}, first
+}
+
 func runEngine(spec engineSpec, path string, want map[string]bool) (engineResult, error) {
 	res := engineResult{name: spec.name, results: map[string]result{}, wamp: math.NaN(), liveOW: math.NaN(), liveCmp: math.NaN()}
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -223,6 +254,27 @@ func runEngine(spec engineSpec, path string, want map[string]bool) (engineResult
 	}
 	e.close()
 	os.RemoveAll(path)
+
+	// fillsync: db_bench's num/100 writes, each fsynced, from several
+	// writers at once, on its own DB: what group commit is for.
+	if len(want) == 0 || want["fillsync"] {
+		if e, err = spec.open(path, cache); err != nil {
+			return res, err
+		}
+		m := max(n/100, 1)
+		r, err := timedConcurrent(m, *syncWriters, func(i int) error {
+			k := fmt.Appendf(nil, "k%015d", i)
+			return e.setSync(k, k)
+		})
+		if err != nil {
+			return res, fmt.Errorf("fillsync: %w", err)
+		}
+		r.note = fmt.Sprintf("%d writers", *syncWriters)
+		res.results["fillsync"] = r
+		fmt.Fprintf(os.Stderr, "%-22s %12.0f ops/s %s\n", "fillsync", r.opsPerSec, r.note)
+		e.close()
+		os.RemoveAll(path)
+	}
 
 	if e, err = spec.open(path, cache); err != nil {
 		return res, err
