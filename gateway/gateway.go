@@ -86,7 +86,7 @@ type Gateway struct {
 // New returns a gateway over cfg.Store.
 func New(cfg Config) *Gateway {
 	g := &Gateway{cfg: cfg, limits: cfg.Limits.withDefaults(), log: cfg.Log, metrics: cfg.Metrics,
-		loc: locator{tree: cfg.Tree, topics: cfg.Topics, cache: newPubCache(1 << 16)}, conns: map[*wsConn]struct{}{}, stop: make(chan struct{})}
+		loc: locator{tree: cfg.Tree, topics: cfg.Topics, cache: newPubCache(pubCacheEntries, pubCacheBytes)}, conns: map[*wsConn]struct{}{}, stop: make(chan struct{})}
 	if g.log == nil {
 		g.log = slog.Default()
 	}

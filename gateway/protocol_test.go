@@ -43,7 +43,7 @@ func FuzzRequest(f *testing.F) {
 }
 
 func TestPubCacheRendersOnceAndEvictsOldest(t *testing.T) {
-	c := newPubCache(2)
+	c := newPubCache(2, 1<<20)
 	renders := 0
 	get := func(tp int64) string {
 		return string(c.get(tp, func() []byte { renders++; return []byte{byte('a' + tp)} }))
@@ -60,6 +60,15 @@ func TestPubCacheRendersOnceAndEvictsOldest(t *testing.T) {
 	get(1)
 	if renders != 4 || len(c.m) != 2 {
 		t.Fatalf("after eviction: %d renders, %d cached", renders, len(c.m))
+	}
+	// The byte bound: five 60-byte bodies in a 250-byte cache keep four.
+	c = newPubCache(100, 250)
+	body := make([]byte, 60)
+	for tp := int64(1); tp <= 5; tp++ {
+		c.get(tp, func() []byte { return body })
+	}
+	if _, ok := c.m[1]; ok || len(c.m) != 4 || c.bytes != 240 {
+		t.Fatalf("byte bound: %d cached, %d bytes, oldest kept %v", len(c.m), c.bytes, ok)
 	}
 	if got := string(joinJSON([][]byte{[]byte(`1`), []byte(`{"a":2}`)})); got != `[1,{"a":2}]` {
 		t.Fatalf("joinJSON = %s", got)
