@@ -55,7 +55,12 @@ type Config struct {
 	// listdb.Synced (the zero value, the default), or listdb.Written.
 	Durability listdb.Durability
 	CacheBytes int64 // block cache; default listdb.DefaultCacheBudget
-	Pprof      bool  // serve /debug/pprof/ on the HTTP address
+	// MaxBacklog and MaxBacklogBytes bound the notifications owed and not
+	// yet handed to connections; past them publishes are refused with
+	// overloaded. Defaults 1,000,000 and 256 MiB.
+	MaxBacklog      int
+	MaxBacklogBytes int64
+	Pprof           bool // serve /debug/pprof/ on the HTTP address
 	// Indexes are the catalog's "attr=strategy" list for the query op;
 	// default catalog.DefaultIndexes, "none" for no catalog.
 	Indexes string
@@ -190,7 +195,7 @@ func Start(cfg Config) (_ *Broker, err error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	b.gw = gateway.New(gateway.Config{Store: b.store, Clock: b.store.Clock(), Tree: tree, Topics: b.store.Topics(),
-		Catalog: b.catalog, Auth: verifier, Limits: cfg.Gateway, Metrics: gateway.NewMetrics(reg), Log: b.log})
+		Catalog: b.catalog, Auth: verifier, Limits: cfg.Gateway, MaxBacklog: cfg.MaxBacklog, MaxBacklogBytes: cfg.MaxBacklogBytes, Metrics: gateway.NewMetrics(reg), Log: b.log})
 	registerHub(reg, b.gw.Hub())
 	names := []string{"dualdb"}
 	if cfg.Storage == "twodb" {

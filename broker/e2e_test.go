@@ -403,48 +403,104 @@ func TestRateLimit(t *testing.T) {
 	}
 }
 
-func TestSlowConsumerIsCutAndResumes(t *testing.T) {
-	b := start(t, Config{Gateway: gateway.Limits{SendQueue: 8}})
-	// The slow client subscribes, then stops reading: its socket buffers
-	// fill and then its queue. Big descriptions fill them sooner.
+// rawSubscribe opens a WebSocket client that subscribes to cell 1 and
+// then reads only when the test says so.
+func rawSubscribe(t *testing.T, b *Broker) (*websocket.Conn, msg) {
+	t.Helper()
 	ws, _, err := websocketDial("ws://" + b.HTTPAddr() + "/ws")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ws.Close()
+	t.Cleanup(func() { ws.Close() })
 	ws.WriteJSON(msg{"id": "s", "op": "subscribe", "uid": "s", "cell": "1", "future": "5m"})
 	var s msg
 	if err := ws.ReadJSON(&s); err != nil || s["op"] != "subscribed" {
 		t.Fatalf("subscribe: %v %v", s, err)
 	}
+	return ws, s
+}
+
+// readNotes reads notifications until want arrived or the read fails,
+// returning their pids and the last seq.
+func readNotes(ws *websocket.Conn, want int) (pids []string, last float64, err error) {
+	for len(pids) < want {
+		ws.SetReadDeadline(time.Now().Add(30 * time.Second))
+		var n msg
+		if err = ws.ReadJSON(&n); err != nil {
+			return pids, last, err
+		}
+		if n["op"] != "notification" {
+			return pids, last, fmt.Errorf("unexpected frame %v", n)
+		}
+		if n["seq"].(float64) <= last {
+			return pids, last, fmt.Errorf("seq %v after %v", n["seq"], last)
+		}
+		pids = append(pids, n["publication"].(msg)["pid"].(string))
+		last = n["seq"].(float64)
+	}
+	return pids, last, nil
+}
+
+func TestSlowReaderFallsBehindAndCatchesUpWithoutACut(t *testing.T) {
+	b := start(t, Config{Gateway: gateway.Limits{SendQueue: 8}})
+	slow, _ := rawSubscribe(t, b)
+	fast := dial(t, b, nil)
+	wantOp(t, fast.do(msg{"op": "subscribe", "uid": "f", "cell": "1.1", "future": "5m"}), "subscribed")
 	big := strings.Repeat("x", 4000)
 	pub := dial(t, b, nil)
 	var pids []string
-	for i := 0; b.gw.Hub().Stats().Refused == 0; i++ {
-		if i > 5000 {
-			t.Fatal("never cut")
-		}
+	publish := func() {
 		r := pub.do(msg{"op": "publish", "uid": "p", "cell": "1.1", "expires": "5m", "desc": big})
 		pids = append(pids, r["pid"].(string))
 		b.gw.Hub().Drain()
 	}
-	// The publisher was never blocked. The slow client reads what reached
-	// it, then learns why it was cut.
-	var got []string
-	last := 0.0
-	for {
-		var n msg
-		if err = ws.ReadJSON(&n); err != nil {
-			break
+	// The slow client does not read until its socket buffers and queue
+	// are full and the hub has skipped some of its notifications.
+	for i := 0; b.gw.Hub().Stats().Skipped == 0; i++ {
+		if i > 20000 {
+			t.Fatal("the slow client never fell behind")
 		}
-		got = append(got, n["publication"].(msg)["pid"].(string))
-		last = n["seq"].(float64)
+		publish()
 	}
-	var ce *websocket.CloseError
-	if !errorsAs(err, &ce) || ce.Code != websocket.CloseTryAgainLater || !strings.Contains(ce.Text, "slow consumer") {
-		t.Fatalf("slow client ended with %v", err)
+	for range 50 {
+		publish()
 	}
-	// Resuming from the last seq it got replays the rest.
+	got, _, err := readNotes(slow, len(pids))
+	if err != nil {
+		t.Fatalf("slow client after %d of %d: %v", len(got), len(pids), err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(pids) {
+		t.Fatal("the slow client's notifications differ from what was published, in order")
+	}
+	if fmt.Sprint(pidsOf(fast.wait(len(pids)))) != fmt.Sprint(pids) {
+		t.Fatal("the reading client missed notifications")
+	}
+	if st := b.gw.Hub().Stats(); st.CatchUps == 0 || st.Lagging != 0 {
+		t.Fatalf("stats %+v: want catch-ups and nothing left lagging", st)
+	}
+}
+
+func TestStoppedReaderIsCutAndResumes(t *testing.T) {
+	b := start(t, Config{Gateway: gateway.Limits{SendQueue: 8, WriteTimeout: 300 * time.Millisecond}})
+	slow, s := rawSubscribe(t, b)
+	big := strings.Repeat("x", 4000)
+	pub := dial(t, b, nil)
+	var pids []string
+	for i := 0; !strings.Contains(metricsText(t, b), `cellcast_connections_cut_total{reason="write_timeout"} 1`); i++ {
+		if i > 50000 {
+			t.Fatal("the stopped client was never cut")
+		}
+		r := pub.do(msg{"op": "publish", "uid": "p", "cell": "1.1", "expires": "5m", "desc": big})
+		pids = append(pids, r["pid"].(string))
+		b.gw.Hub().Drain()
+		if i%100 == 99 {
+			time.Sleep(50 * time.Millisecond) // let the write deadline pass
+		}
+	}
+	got, last, err := readNotes(slow, len(pids))
+	if err == nil {
+		t.Fatal("the cut client read everything")
+	}
 	again := dial(t, b, nil)
 	r := again.do(msg{"op": "resume", "uid": "s", "sid": s["sid"], "after": last})
 	wantOp(t, r, "resumed")
@@ -452,6 +508,17 @@ func TestSlowConsumerIsCutAndResumes(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(pids) {
 		t.Fatalf("before and after the cut: %d notifications, want %d", len(got), len(pids))
 	}
+}
+
+func metricsText(t *testing.T, b *Broker) string {
+	t.Helper()
+	resp, err := http.Get("http://" + b.HTTPAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return string(body)
 }
 
 func errorsAs(err error, target **websocket.CloseError) bool {
@@ -628,11 +695,10 @@ func TestHTTPHealthAndMetrics(t *testing.T) {
 	want := []string{
 		`cellcast_requests_total{op="publish",outcome="ok",transport="http"} 2`,
 		`cellcast_requests_total{op="publish",outcome="bad_request",transport="http"} 2`,
-		`cellcast_notifications_sent_total{transport="ws"} 1`,
-		`cellcast_publish_to_push_seconds_count 1`,
+		`cellcast_notifications_sent_total{transport="ws"} 2`, // replayed and live
+		`cellcast_publish_to_push_seconds_count 1`,            // live only
 		`cellcast_connections{transport="ws"} 1`,
 		`cellcast_live_subscriptions 1`,
-		`cellcast_slow_consumer_cuts_total 0`,
 		`cellcast_send_queue_drops_total 0`,
 		"cellcast_matches_unrouted_total ", // 0 or 1: the resume may come first
 		`cellcast_lsm_level_bytes{db="dualdb",level="0"}`,

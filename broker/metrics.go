@@ -72,7 +72,17 @@ func registerHub(reg prometheus.Registerer, hub *delivery.Hub) {
 			stat(func(s delivery.Stats) float64 { return float64(s.Publishings) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_matches_unrouted_total", Help: "Matches whose subscriber was not connected (a resume replays them)."},
 			stat(func(s delivery.Stats) float64 { return float64(s.Unrouted) })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_notifications_refused_total", Help: "Notifications a client's transport could not take."},
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_notifications_refused_total", Help: "Notifications a client's transport could not take (its subscription then lags and catches up from the store)."},
 			stat(func(s delivery.Stats) float64 { return float64(s.Refused) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cellcast_delivery_backlog", Help: "Notifications stored publications owe that wait for the dispatcher."},
+			stat(func(s delivery.Stats) float64 { return float64(s.Backlog) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cellcast_lagging_subscriptions", Help: "Subscriptions whose client fell behind and wait to catch up from the store."},
+			stat(func(s delivery.Stats) float64 { return float64(s.Lagging) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_notifications_skipped_total", Help: "Notifications not queued for a lagging subscription (its catch-up replays them)."},
+			stat(func(s delivery.Stats) float64 { return float64(s.Skipped) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_catch_ups_total", Help: "Lagging subscriptions replayed from the store."},
+			stat(func(s delivery.Stats) float64 { return float64(s.CatchUps) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_publications_overloaded_total", Help: "Publications refused with overloaded because the delivery backlog was over its bound."},
+			stat(func(s delivery.Stats) float64 { return float64(s.Overloaded) })),
 	)
 }

@@ -39,6 +39,9 @@ type Notification struct {
 	Seq  int64
 	Pub  *subscriptions.Publication
 	Body []byte
+	// Replayed: the notification comes from the store, by a resume or a
+	// catch-up, not straight from its publication's dispatch.
+	Replayed bool
 }
 
 // Seq is the sequence number of p's notification for s.
@@ -51,6 +54,12 @@ type Config struct {
 	Clock subscriptions.Clock
 	// Encode renders a publication once for all its notifications.
 	Encode func(*subscriptions.Publication) []byte
+	// MaxBacklog and MaxBacklogBytes bound the notifications stored
+	// publications still owe, queued for the dispatcher: past either,
+	// Publish refuses with an *OverloadedError. Defaults 1,000,000 and
+	// 256 MiB.
+	MaxBacklog      int
+	MaxBacklogBytes int64
 }
 
 // route is where a subscription's notifications go: to sink, for
@@ -68,6 +77,12 @@ type route struct {
 	// under its write lock.
 	holding bool
 	held    []*Notification
+	// last is the sequence number of the last notification the sink
+	// took. A refused notification makes the route lagging: the
+	// dispatcher skips it until CatchUp replays from last. Written by the
+	// dispatcher under the read lock, otherwise under the write lock.
+	last    int64
+	lagging bool
 }
 
 // dispatched is a publication the dispatcher fanned out while a SUBSCRIBE
@@ -85,6 +100,11 @@ type Stats struct {
 	Refused     uint64 // notifications a sink could not take
 	Waiting     int    // finished publications not yet dispatched
 	Publishings uint64 // publications dispatched
+	Backlog     int64  // notifications owed by publications not yet dispatched
+	Lagging     int    // routes whose sink refused and that wait to catch up
+	Skipped     uint64 // notifications not handed to a lagging route (its catch-up replays them)
+	CatchUps    uint64 // lagging routes caught up from the store
+	Overloaded  uint64 // publications refused while the backlog was over its bound
 }
 
 // Hub routes notifications. It is safe for concurrent use.
@@ -103,8 +123,13 @@ type Hub struct {
 	// for those, whose routes catch up from here instead. Written by the
 	// dispatcher under the read lock, read under the write lock.
 	recent []dispatched
+	// lagging holds the routes waiting to catch up, by subscription stamp.
+	// The dispatcher adds under the read lock (it is the only writer
+	// then); everything else happens under the write lock.
+	lagging map[int64]*route
 
-	dispatched, unrouted, refused, published atomic.Uint64
+	dispatched, unrouted, refused, published, skipped, catchUps, overloaded atomic.Uint64
+	backlog                                                                 backlog
 
 	// The dispatcher fans released publications out, in order, on its own
 	// goroutine, so a large fan-out never holds up operations starting.
@@ -120,7 +145,13 @@ type Hub struct {
 // New returns a hub over cfg.Store, with its dispatcher running until
 // Close.
 func New(cfg Config) *Hub {
-	h := &Hub{cfg: cfg, routes: map[int64]*route{}, ending: map[int64][]int64{}}
+	if cfg.MaxBacklog == 0 {
+		cfg.MaxBacklog = 1_000_000
+	}
+	if cfg.MaxBacklogBytes == 0 {
+		cfg.MaxBacklogBytes = 256 << 20
+	}
+	h := &Hub{cfg: cfg, routes: map[int64]*route{}, ending: map[int64][]int64{}, lagging: map[int64]*route{}}
 	h.seq.clock = cfg.Clock
 	h.seq.pubs.init()
 	h.seq.joins.init()
@@ -184,9 +215,9 @@ func (h *Hub) Close() {
 
 // Stats returns the counters.
 func (h *Hub) Stats() Stats {
-	h.mu.RLock()
-	n := len(h.routes)
-	h.mu.RUnlock()
+	h.mu.Lock() // the dispatcher writes lagging under the read lock
+	n, lag := len(h.routes), len(h.lagging)
+	h.mu.Unlock()
 	h.seq.mu.Lock()
 	w := h.seq.ready.Len()
 	h.seq.mu.Unlock()
@@ -194,7 +225,8 @@ func (h *Hub) Stats() Stats {
 	w += len(h.released)
 	h.dmu.Unlock()
 	return Stats{Routes: n, Dispatched: h.dispatched.Load(), Unrouted: h.unrouted.Load(),
-		Refused: h.refused.Load(), Waiting: w, Publishings: h.published.Load()}
+		Refused: h.refused.Load(), Waiting: w, Publishings: h.published.Load(), Backlog: h.backlog.n.Load(),
+		Lagging: lag, Skipped: h.skipped.Load(), CatchUps: h.catchUps.Load(), Overloaded: h.overloaded.Load()}
 }
 
 // Subscribe stores the subscription and, if it has a future, routes it to
@@ -213,7 +245,7 @@ func (h *Hub) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequest
 		return nil
 	}
 	r := &route{sink: sink, sid: sid, uid: res.Sub.Uid, ts: res.Sub.Ts, from: res.Sub.Ts, tmax: res.Sub.Tmax}
-	h.attach(r)
+	h.attach(r, nil)
 	answer(res, sid)
 	h.open(r)
 	return nil
@@ -222,12 +254,16 @@ func (h *Hub) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequest
 // Publish stores the publication; its notifications follow in stamp order.
 // answer runs with the result before they are dispatched.
 func (h *Hub) Publish(ctx context.Context, req *subscriptions.PublishRequest, answer func(*subscriptions.PublishResult)) error {
+	if err := h.admit(); err != nil {
+		return err
+	}
 	l := h.seq.beginPub()
 	res, err := h.cfg.Store.Publish(ctx, req)
 	if err != nil {
 		h.seq.finish(l, nil)
 		return err
 	}
+	h.backlog.add(res)
 	answer(res)
 	h.seq.finish(l, res)
 	return nil
@@ -285,19 +321,26 @@ func (h *Hub) Resume(ctx context.Context, sid string, after int64, owner string,
 	if err := owned(res.Sub, owner); err != nil {
 		return err
 	}
-	r := &route{sink: sink, sid: sid, uid: res.Sub.Uid, ts: ts, from: res.Now, tmax: res.Sub.Tmax}
-	h.attach(r)
+	r := &route{sink: sink, sid: sid, uid: res.Sub.Uid, ts: ts, from: res.Now, tmax: res.Sub.Tmax, last: after}
+	h.attach(r, nil)
 	answer(res)
+	h.replay(r, res)
 	h.open(r)
 	return nil
 }
 
 // attach routes r's subscription to r.sink, taking it from any other sink,
 // and holds the publications stamped after r.from that were dispatched
-// before the route existed, for open to pass on.
-func (h *Hub) attach(r *route) {
+// before the route existed, for open to pass on. With expect set, it
+// attaches only if expect is still the subscription's route, and reports
+// whether it did.
+func (h *Hub) attach(r *route, expect *route) bool {
 	r.holding = true
 	h.mu.Lock()
+	if expect != nil && h.routes[r.ts] != expect {
+		h.mu.Unlock()
+		return false
+	}
 	for _, d := range h.recent {
 		if d.res.Pub.Tp <= r.from {
 			continue
@@ -311,6 +354,7 @@ func (h *Hub) attach(r *route) {
 	}
 	old := h.routes[r.ts]
 	h.routes[r.ts] = r
+	delete(h.lagging, r.ts) // the new route catches up by its own replay
 	if old == nil {
 		h.endsAt(r)
 	}
@@ -318,6 +362,7 @@ func (h *Hub) attach(r *route) {
 	if old != nil && old.sink != r.sink {
 		old.sink.Lost(r.sid)
 	}
+	return true
 }
 
 // open passes on what r held, once its operation has answered, and lets
@@ -328,10 +373,14 @@ func (h *Hub) open(r *route) {
 	r.holding = false
 	if h.routes[r.ts] == r { // else resumed elsewhere, whose replay covers these
 		for _, n := range r.held {
-			if r.sink.Notify(n) {
+			if r.lagging {
+				h.skipped.Add(1)
+			} else if r.sink.Notify(n) {
 				sent++
+				r.last = n.Seq
 			} else {
 				refused++
+				h.lag(r)
 			}
 		}
 	}
@@ -389,6 +438,7 @@ func (h *Hub) Expire(now int64) {
 		for _, ts := range h.ending[sec] {
 			if r := h.routes[ts]; r != nil && r.tmax < now {
 				delete(h.routes, ts)
+				delete(h.lagging, ts)
 				gone = append(gone, lost{r.sink, r.sid})
 			}
 		}
@@ -416,6 +466,7 @@ func (h *Hub) Detach(sid string, sink Sink) {
 	h.mu.Lock()
 	if r := h.routes[ts]; r != nil && r.sink == sink {
 		delete(h.routes, ts)
+		delete(h.lagging, ts)
 	}
 	h.mu.Unlock()
 }
@@ -424,12 +475,13 @@ func (h *Hub) Detach(sid string, sink Sink) {
 // it in stamp order.
 func (h *Hub) dispatch(res *subscriptions.PublishResult) {
 	h.published.Add(1)
+	defer h.backlog.remove(res)
 	if len(res.Matches) == 0 {
 		return
 	}
 	p := &res.Pub
 	body := h.cfg.Encode(p)
-	var sent, unrouted, refused uint64
+	var sent, unrouted, refused, skipped uint64
 	h.mu.RLock()
 	h.keep(res, body)
 	for i := range res.Matches {
@@ -444,16 +496,21 @@ func (h *Hub) dispatch(res *subscriptions.PublishResult) {
 			// Replayed by the resume that attached the route.
 		case r.holding:
 			r.held = append(r.held, &Notification{Sid: r.sid, Uid: r.uid, Seq: Seq(s, p), Pub: p, Body: body})
+		case r.lagging:
+			skipped++
 		case r.sink.Notify(&Notification{Sid: r.sid, Uid: r.uid, Seq: Seq(s, p), Pub: p, Body: body}):
 			sent++
+			r.last = Seq(s, p)
 		default:
 			refused++
+			h.lag(r)
 		}
 	}
 	h.mu.RUnlock()
 	h.dispatched.Add(sent)
 	h.unrouted.Add(unrouted)
 	h.refused.Add(refused)
+	h.skipped.Add(skipped)
 }
 
 // keep files res in h.recent if a running SUBSCRIBE or RESUME may need

@@ -60,10 +60,14 @@ type Config struct {
 	// queries).
 	Catalog *catalog.Catalog
 	// Auth verifies bearer tokens; nil runs open: requests name their uid.
-	Auth    auth.Verifier
-	Limits  Limits
-	Metrics *Metrics
-	Log     *slog.Logger
+	Auth   auth.Verifier
+	Limits Limits
+	// MaxBacklog and MaxBacklogBytes bound the delivery backlog (see
+	// delivery.Config); zero takes the defaults.
+	MaxBacklog      int
+	MaxBacklogBytes int64
+	Metrics         *Metrics
+	Log             *slog.Logger
 }
 
 // Gateway serves clients over WebSocket and NATS.
@@ -90,7 +94,8 @@ func New(cfg Config) *Gateway {
 	if g.log == nil {
 		g.log = slog.Default()
 	}
-	g.hub = delivery.New(delivery.Config{Store: cfg.Store, Clock: cfg.Clock, Encode: g.loc.encodePublication})
+	g.hub = delivery.New(delivery.Config{Store: cfg.Store, Clock: cfg.Clock, Encode: g.loc.encodePublication,
+		MaxBacklog: cfg.MaxBacklog, MaxBacklogBytes: cfg.MaxBacklogBytes})
 	go g.expireRoutes()
 	return g
 }
@@ -158,8 +163,8 @@ func (g *Gateway) serveDecoded(ctx context.Context, s session, req *Request, e *
 	outcome := "ok"
 	if e != nil {
 		outcome = e.Code
-		if f, ok := s.(interface{ failed(code string) }); ok {
-			f.failed(e.Code)
+		if f, ok := s.(interface{ failed(*Error) }); ok {
+			f.failed(e)
 		}
 		s.reply(errorFrame(req.ID, e))
 	}
@@ -292,11 +297,10 @@ func (g *Gateway) resume(ctx context.Context, s session, req *Request) error {
 	return g.hub.Resume(ctx, req.Sid, *req.After, uid, s.sink(), func(res *subscriptions.ReplayResult) {
 		s.holds(req.Sid)
 		n := len(res.Pubs)
+		// The replayed notifications follow through the sink, as
+		// notifications: a queue too full for them makes the route lag
+		// and catch up, rather than cutting the client.
 		s.reply(encode(simpleReply{ID: req.ID, Op: "resumed", Sid: req.Sid, Replayed: &n}))
-		for i := range res.Pubs {
-			p := &res.Pubs[i]
-			s.reply(notificationFrame(&delivery.Notification{Sid: req.Sid, Seq: delivery.Seq(&res.Sub, p), Pub: p, Body: g.loc.encodePublication(p)}))
-		}
 	})
 }
 

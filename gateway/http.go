@@ -3,6 +3,8 @@ package gateway
 import (
 	"io"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/seed84792017/cellcast/auth"
 	"github.com/seed84792017/cellcast/delivery"
@@ -17,7 +19,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if g.cfg.Auth != nil {
 		uid, err := g.cfg.Auth.Verify(auth.Bearer(r.Header.Get("Authorization")))
 		if err != nil {
-			writeJSON(w, http.StatusUnauthorized, errorFrame(nil, &Error{CodeUnauthorized, err.Error()}))
+			writeJSON(w, http.StatusUnauthorized, errorFrame(nil, &Error{Code: CodeUnauthorized, Message: err.Error()}))
 			return
 		}
 		s.user = uid
@@ -41,6 +43,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	if s.err != "" {
 		status = statusOf(s.err)
+	}
+	if s.retry > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int((s.retry+time.Second-1)/time.Second)))
 	}
 	writeJSON(w, status, s.out)
 }
@@ -74,9 +79,10 @@ func statusOf(code string) int {
 
 // httpSession keeps the one reply of its request.
 type httpSession struct {
-	user string
-	out  []byte
-	err  string
+	user  string
+	out   []byte
+	err   string
+	retry time.Duration
 }
 
 func (s *httpSession) transport() string   { return "http" }
@@ -85,4 +91,4 @@ func (s *httpSession) sink() delivery.Sink { return nil }
 func (s *httpSession) admit() bool         { return true }
 func (s *httpSession) holds(string)        {}
 func (s *httpSession) reply(b []byte)      { s.out = b }
-func (s *httpSession) failed(code string)  { s.err = code }
+func (s *httpSession) failed(e *Error)     { s.err, s.retry = e.Code, e.RetryAfter }

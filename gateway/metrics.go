@@ -8,8 +8,8 @@ type Metrics struct {
 	Notifications *prometheus.CounterVec // transport
 	PushLatency   prometheus.Histogram   // publication stamp to the write of its notification
 	Connections   *prometheus.GaugeVec   // transport
-	QueueDrops    prometheus.Counter     // notifications a full send queue refused
-	SlowCuts      prometheus.Counter     // connections cut for a full send queue
+	QueueDrops    prometheus.Counter     // notifications a full send queue refused (replayed on catch-up)
+	Cuts          *prometheus.CounterVec // connections cut, by reason
 	CatalogErrors prometheus.Counter     // publications stored but not catalogued
 }
 
@@ -31,15 +31,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "cellcast_connections", Help: "Open client connections.",
 		}, []string{"transport"}),
 		QueueDrops: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "cellcast_send_queue_drops_total", Help: "Notifications refused by a full send queue (the client resumes to get them).",
+			Name: "cellcast_send_queue_drops_total", Help: "Notifications refused by a full send queue (replayed from the store once it drains).",
 		}),
-		SlowCuts: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "cellcast_slow_consumer_cuts_total", Help: "Connections closed because their send queue was full.",
-		}),
+		Cuts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cellcast_connections_cut_total", Help: "Connections the broker closed because the client stopped reading, by reason: send_queue_full, write_timeout, write_failed.",
+		}, []string{"reason"}),
 		CatalogErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "cellcast_catalog_errors_total", Help: "Publications stored and delivered that the catalog failed to record (queries miss them).",
 		}),
 	}
-	reg.MustRegister(m.Requests, m.Notifications, m.PushLatency, m.Connections, m.QueueDrops, m.SlowCuts, m.CatalogErrors)
+	reg.MustRegister(m.Requests, m.Notifications, m.PushLatency, m.Connections, m.QueueDrops, m.Cuts, m.CatalogErrors)
 	return m
 }

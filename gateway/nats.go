@@ -98,7 +98,7 @@ func (g *Gateway) serveNATS(sink *natsSink, m *nats.Msg, op, where string) {
 		}
 		uid, err := g.cfg.Auth.Verify(tok)
 		if err != nil {
-			e = &Error{CodeUnauthorized, err.Error() + " (send a bearer token in the Authorization header or the token field)"}
+			e = &Error{Code: CodeUnauthorized, Message: err.Error() + " (send a bearer token in the Authorization header or the token field)"}
 		}
 		s.user = uid
 	}
@@ -168,7 +168,9 @@ func (k *natsSink) Notify(n *delivery.Notification) bool {
 	}
 	if m := k.g.metrics; m != nil {
 		m.Notifications.WithLabelValues("nats").Inc()
-		m.PushLatency.Observe(time.Since(time.Unix(0, n.Pub.Tp)).Seconds())
+		if !n.Replayed {
+			m.PushLatency.Observe(time.Since(time.Unix(0, n.Pub.Tp)).Seconds())
+		}
 	}
 	return true
 }

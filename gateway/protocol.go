@@ -33,6 +33,8 @@ const (
 type Error struct {
 	Code    string
 	Message string
+	// RetryAfter, on overloaded, says when a retry may succeed.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
@@ -47,16 +49,20 @@ func codeOf(err error) *Error {
 	switch {
 	case errors.As(err, &e):
 		return e
+	case errors.As(err, new(*delivery.OverloadedError)):
+		var oe *delivery.OverloadedError
+		errors.As(err, &oe)
+		return &Error{Code: CodeOverloaded, Message: "delivery is behind: " + oe.Error(), RetryAfter: oe.RetryAfter}
 	case errors.Is(err, delivery.ErrForbidden):
-		return &Error{CodeForbidden, err.Error()}
+		return &Error{Code: CodeForbidden, Message: err.Error()}
 	case errors.Is(err, subscriptions.ErrUnknownSid):
-		return &Error{CodeNotFound, err.Error()}
+		return &Error{Code: CodeNotFound, Message: err.Error()}
 	case errors.Is(err, subscriptions.ErrBadRequest):
-		return &Error{CodeBadRequest, err.Error()}
+		return &Error{Code: CodeBadRequest, Message: err.Error()}
 	case errors.Is(err, errClosing):
-		return &Error{CodeUnavailable, "the broker is shutting down"}
+		return &Error{Code: CodeUnavailable, Message: "the broker is shutting down"}
 	}
-	return &Error{CodeInternal, "storage failure; try again"}
+	return &Error{Code: CodeInternal, Message: "storage failure; try again"}
 }
 
 var errClosing = errors.New("gateway closing")
@@ -359,10 +365,11 @@ type simpleReply struct {
 }
 
 type errorReply struct {
-	ID      json.RawMessage `json:"id,omitempty"`
-	Op      string          `json:"op"`
-	Code    string          `json:"code"`
-	Message string          `json:"message"`
+	ID           json.RawMessage `json:"id,omitempty"`
+	Op           string          `json:"op"`
+	Code         string          `json:"code"`
+	Message      string          `json:"message"`
+	RetryAfterMs int64           `json:"retry_after_ms,omitempty"`
 }
 
 func encode(v any) []byte {
@@ -375,7 +382,7 @@ func encode(v any) []byte {
 }
 
 func errorFrame(id json.RawMessage, e *Error) []byte {
-	return encode(errorReply{ID: id, Op: "error", Code: e.Code, Message: e.Message})
+	return encode(errorReply{ID: id, Op: "error", Code: e.Code, Message: e.Message, RetryAfterMs: e.RetryAfter.Milliseconds()})
 }
 
 // SubjectSafe reports whether uid can be a NATS subject token.

@@ -18,7 +18,7 @@ func newSendQueue(maxN, maxBytes int) *sendQueue {
 }
 
 // Room, in multiples of the bounds, for each kind of frame. Notifications
-// are cut at the bound. Replies answer the client's own requests, which
+// are refused at the bound (the hub replays them when the queue drains). Replies answer the client's own requests, which
 // it sends at a bounded rate, so they get headroom: a resume that replays
 // a backlog must not trip the limit that made it necessary. Control
 // frames are few and never refused.
@@ -43,6 +43,21 @@ func (q *sendQueue) push(f frame, room int) bool {
 	default:
 	}
 	return true
+}
+
+// low reports whether the queue holds at most half its bounds.
+func (q *sendQueue) low() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.frames) <= q.maxN/2 && q.bytes <= q.maxBytes/2
+}
+
+// kick wakes the writer without queueing anything.
+func (q *sendQueue) kick() {
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
 }
 
 // take returns everything queued, handing the queue spare's storage.

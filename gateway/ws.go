@@ -7,8 +7,10 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -38,6 +40,9 @@ type frame struct {
 	sid  string
 	seq  int64
 	tp   int64
+	// replayed: a notification from the store, whose age is not the
+	// push latency.
+	replayed bool
 }
 
 // size is the frame's payload length.
@@ -52,7 +57,12 @@ func (f *frame) size() int {
 
 // wsConn is one WebSocket client. Its reader serves requests one at a
 // time; its writer drains the bounded queue. Nothing blocks on a full
-// queue: the connection is cut.
+// queue. A notification that does not fit is refused, and the hub skips
+// the subscription until the queue has drained to half, when the writer
+// has the hub replay what it missed from the store (Hub.CatchUp): a
+// client that reads slowly falls behind but loses nothing. A reply that
+// does not fit even its larger room, or a write that stalls for the write
+// timeout, means the client has stopped reading: it is cut.
 //
 // gorilla/websocket reads frames and does the handshake, but the writer
 // frames messages itself into a buffer and flushes once per burst: one
@@ -69,6 +79,10 @@ type wsConn struct {
 
 	mu   sync.Mutex
 	sids map[string]struct{}
+
+	// lagged: a notification was refused since the last catch-up began;
+	// catching: a catch-up runs (one at a time per connection).
+	lagged, catching atomic.Bool
 
 	once     sync.Once
 	closed   chan struct{} // closed when the connection is ending
@@ -94,7 +108,7 @@ func (g *Gateway) ServeWS(w http.ResponseWriter, r *http.Request) {
 		if uid, err = g.cfg.Auth.Verify(tok); err != nil {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusUnauthorized)
-			w.Write(errorFrame(nil, &Error{CodeUnauthorized, err.Error()}))
+			w.Write(errorFrame(nil, &Error{Code: CodeUnauthorized, Message: err.Error()}))
 			return
 		}
 	}
@@ -141,9 +155,45 @@ func (c *wsConn) admit() bool {
 	return len(c.sids) < c.g.limits.MaxSubscriptions
 }
 
-// Notify implements delivery.Sink.
+// Notify implements delivery.Sink. A full queue refuses the notification
+// without cutting the client: the hub replays it on catch-up.
 func (c *wsConn) Notify(n *delivery.Notification) bool {
-	return c.enqueue(frame{data: n.Body, sid: n.Sid, seq: n.Seq, tp: n.Pub.Tp}, roomNotification)
+	select {
+	case <-c.closed:
+		return false
+	default:
+	}
+	if c.q.push(frame{data: n.Body, sid: n.Sid, seq: n.Seq, tp: n.Pub.Tp, replayed: n.Replayed}, roomNotification) {
+		return true
+	}
+	if c.g.metrics != nil {
+		c.g.metrics.QueueDrops.Inc()
+	}
+	c.lagged.Store(true)
+	return false
+}
+
+// catchUp has the hub replay what the connection's lagging subscriptions
+// missed, once its queue has drained to half. The writer calls it after
+// each burst.
+func (c *wsConn) catchUp() {
+	if !c.lagged.Load() || !c.q.low() || !c.catching.CompareAndSwap(false, true) {
+		return
+	}
+	if !c.g.begin() {
+		c.catching.Store(false)
+		return
+	}
+	c.lagged.Store(false)
+	go func() {
+		defer c.g.ops.Done()
+		if _, err := c.g.hub.CatchUp(context.Background(), c); err != nil {
+			c.g.log.Error("catching a lagging client up", "err", err)
+			c.lagged.Store(true) // try again after the next burst
+		}
+		c.catching.Store(false)
+		c.q.kick() // the writer looks again, in case it lagged meanwhile
+	}()
 }
 
 func (c *wsConn) enqueue(f frame, room int) bool {
@@ -155,11 +205,23 @@ func (c *wsConn) enqueue(f frame, room int) bool {
 	if c.q.push(f, room) {
 		return true
 	}
-	if c.g.metrics != nil {
-		c.g.metrics.QueueDrops.Inc()
-	}
-	c.close(closeSlow, "slow consumer: send queue full; reconnect and resume", false)
+	c.cut(closeSlow, "send_queue_full", "not reading: send queue full; reconnect and resume")
 	return false
+}
+
+// cut closes a client that stopped reading, with a close frame when the
+// stream allows one, a log line and a metric by reason.
+func (c *wsConn) cut(code int, why, reason string) {
+	select {
+	case <-c.closed:
+		return
+	default:
+	}
+	c.g.log.Warn("cutting a WebSocket client", "reason", why, "remote", c.ws.RemoteAddr().String(), "uid", c.user)
+	if c.g.metrics != nil {
+		c.g.metrics.Cuts.WithLabelValues(why).Inc()
+	}
+	c.close(code, reason, false)
 }
 
 // close ends the connection once. It never blocks: the writer does the
@@ -167,9 +229,6 @@ func (c *wsConn) enqueue(f frame, room int) bool {
 func (c *wsConn) close(code int, reason string, drain bool) {
 	c.once.Do(func() {
 		c.code, c.reason, c.drain = code, reason, drain
-		if code == closeSlow && c.g.metrics != nil {
-			c.g.metrics.SlowCuts.Inc()
-		}
 		close(c.closed)
 	})
 }
@@ -215,7 +274,11 @@ func (c *wsConn) read() {
 		}
 		if !c.lim.Allow() {
 			req, _ := decodeRequest(buf)
-			c.reply(errorFrame(req.ID, errorf(CodeOverloaded, "over %g requests per second; slow down", c.g.limits.Rate)))
+			e := errorf(CodeOverloaded, "over %g requests per second; slow down", c.g.limits.Rate)
+			r := c.lim.Reserve() // only to learn when a token is due
+			e.RetryAfter = r.Delay()
+			r.Cancel()
+			c.reply(errorFrame(req.ID, e))
 			c.count("other", CodeOverloaded)
 			continue
 		}
@@ -282,6 +345,7 @@ func (c *wsConn) writer() {
 			if !c.write(fs) {
 				return
 			}
+			c.catchUp()
 			clear(fs) // let the written frames go
 			// Keep the storage for the next burst unless one outsized
 			// burst grew it.
@@ -315,11 +379,13 @@ func (c *wsConn) write(fs []frame) bool {
 	}
 	c.ws.NetConn().SetWriteDeadline(time.Now().Add(c.g.limits.WriteTimeout))
 	for _, f := range fs {
-		if writeFrame(c.bw, f) != nil {
+		if err := writeFrame(c.bw, f); err != nil {
+			c.writeFailed(err)
 			return false
 		}
 	}
-	if c.bw.Flush() != nil {
+	if err := c.bw.Flush(); err != nil {
+		c.writeFailed(err)
 		return false
 	}
 	if m := c.g.metrics; m != nil {
@@ -327,13 +393,36 @@ func (c *wsConn) write(fs []frame) bool {
 		n := 0
 		for _, f := range fs {
 			if f.tp != 0 {
-				m.PushLatency.Observe(now.Sub(time.Unix(0, f.tp)).Seconds())
+				if !f.replayed {
+					m.PushLatency.Observe(now.Sub(time.Unix(0, f.tp)).Seconds())
+				}
 				n++
 			}
 		}
 		m.Notifications.WithLabelValues("ws").Add(float64(n))
 	}
 	return true
+}
+
+// writeFailed counts and logs a failed write. A write that timed out
+// stopped mid-frame, so no close frame can follow it: the client, which
+// has not read for the write timeout, sees the TCP connection close.
+func (c *wsConn) writeFailed(err error) {
+	why := "write_failed"
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		why = "write_timeout"
+	}
+	select {
+	case <-c.closed:
+		if c.code == 0 {
+			return // the client hung up first
+		}
+	default:
+	}
+	c.g.log.Warn("cutting a WebSocket client", "reason", why, "remote", c.ws.RemoteAddr().String(), "uid", c.user, "err", err)
+	if c.g.metrics != nil {
+		c.g.metrics.Cuts.WithLabelValues(why).Inc()
+	}
 }
 
 // writeFrame writes one unmasked, unfragmented server frame (RFC 6455

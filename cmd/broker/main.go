@@ -97,7 +97,11 @@ func run(args []string) int {
 	fs.IntVar(&c.Gateway.MaxSubscriptions, "max-subscriptions", 10_000, "live subscriptions per WebSocket connection")
 	fs.Float64Var(&c.Gateway.Rate, "rate", 2000, "requests per second per WebSocket connection")
 	fs.IntVar(&c.Gateway.Burst, "burst", 4000, "request burst per WebSocket connection")
-	fs.IntVar(&c.Gateway.SendQueue, "send-queue", 16<<10, "messages queued per WebSocket connection before it is cut as a slow consumer")
+	fs.IntVar(&c.Gateway.SendQueue, "send-queue", 16<<10, "messages queued per WebSocket connection; past it a subscription falls behind and catches up from the store once the client has read the queue down to half")
+	fs.IntVar(&c.Gateway.SendQueueBytes, "send-queue-bytes", 8<<20, "bytes queued per WebSocket connection, like --send-queue")
+	fs.DurationVar(&c.Gateway.WriteTimeout, "write-timeout", 10*time.Second, "how long a write to a client may stall before the client is cut as not reading")
+	fs.IntVar(&c.MaxBacklog, "max-backlog", 1_000_000, "notifications owed to subscribers and not yet handed to their connections; past it publishes are refused with overloaded")
+	backlogMiB := fs.Int64("max-backlog-mib", 256, "the same bound in MiB of publications and notifications")
 	durability := fs.String("durability", "sync", "what a write has reached when it is acknowledged: sync (the WAL is fsynced: survives a crash of the process or the machine; concurrent requests share fsyncs) or os (the WAL is written to the OS: survives kill -9 of the broker, not an OS crash or power loss)")
 	legacySync := fs.Bool("sync", false, "same as --durability sync, the default (kept for old scripts)")
 	fs.StringVar(&c.Indexes, "index", catalog.DefaultIndexes, "the publication attributes the query op can search, as attr=strategy pairs: attr is uid, tp or an attrs key; strategy is embedded, eager, lazy, composite, deli or bloom-hierarchy (docs/secondary-indexes.md); none for no catalog")
@@ -125,6 +129,11 @@ func run(args []string) int {
 		return 2
 	}
 	c.CacheBytes = int64(*cacheMiB) << 20
+	c.MaxBacklogBytes = *backlogMiB << 20
+	if c.MaxBacklog <= 0 || c.MaxBacklogBytes <= 0 || c.Gateway.SendQueue <= 0 || c.Gateway.SendQueueBytes <= 0 || c.Gateway.WriteTimeout <= 0 {
+		fmt.Fprintln(os.Stderr, "broker: --max-backlog, --max-backlog-mib, --send-queue, --send-queue-bytes and --write-timeout must be positive")
+		return 2
+	}
 	d, err := listdb.ParseDurability(*durability)
 	if err != nil || d == listdb.Buffered {
 		fmt.Fprintln(os.Stderr, "broker: --durability: sync or os")
