@@ -30,6 +30,7 @@ import (
 	"github.com/seed84792017/cellcast/gateway"
 	"github.com/seed84792017/cellcast/listdb"
 	"github.com/seed84792017/cellcast/lsm"
+	"github.com/seed84792017/cellcast/service"
 	"github.com/seed84792017/cellcast/subscriptions"
 	"github.com/seed84792017/cellcast/twodb"
 )
@@ -75,6 +76,7 @@ type Broker struct {
 	catalog  *catalog.Catalog
 	ns       *server.Server
 	nc       *nats.Conn
+	svc      *service.Service
 	gw       *gateway.Gateway
 	stopNATS func() error
 	http     *http.Server
@@ -194,9 +196,12 @@ func Start(cfg Config) (_ *Broker, err error) {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	b.gw = gateway.New(gateway.Config{Store: b.store, Clock: b.store.Clock(), Tree: tree, Topics: b.store.Topics(),
-		Catalog: b.catalog, Auth: verifier, Limits: cfg.Gateway, MaxBacklog: cfg.MaxBacklog, MaxBacklogBytes: cfg.MaxBacklogBytes, Metrics: gateway.NewMetrics(reg), Log: b.log})
-	registerHub(reg, b.gw.Hub())
+	loc := gateway.NewLocator(tree, b.store.Topics())
+	// The service owns the store and the catalog from here on.
+	b.svc = service.New(service.Config{Store: b.store, Catalog: b.catalog, Encode: loc.EncodePublication,
+		MaxBacklog: cfg.MaxBacklog, MaxBacklogBytes: cfg.MaxBacklogBytes, Log: b.log})
+	b.gw = gateway.New(gateway.Config{Service: b.svc, Locator: loc, Auth: verifier, Limits: cfg.Gateway, Metrics: gateway.NewMetrics(reg), Log: b.log})
+	registerService(reg, b.svc)
 	names := []string{"dualdb"}
 	if cfg.Storage == "twodb" {
 		names = []string{"pubs", "subs"}
@@ -411,11 +416,8 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		b.ns.Shutdown()
 		b.ns.WaitForShutdown()
 	}
-	if b.store != nil {
-		errs = append(errs, b.store.Backend().Flush(), b.store.Close())
-	}
-	if b.catalog != nil {
-		errs = append(errs, b.catalog.Close())
+	if b.svc != nil {
+		errs = append(errs, b.svc.Close()) // the store and the catalog with it
 	}
 	err := errors.Join(errs...)
 	if err != nil {
@@ -439,6 +441,10 @@ func (b *Broker) abort() {
 	}
 	if b.ns != nil {
 		b.ns.Shutdown()
+	}
+	if b.svc != nil {
+		b.svc.Close() // the store and the catalog with it
+		return
 	}
 	if b.store != nil {
 		b.store.Close()

@@ -452,11 +452,11 @@ func TestSlowReaderFallsBehindAndCatchesUpWithoutACut(t *testing.T) {
 	publish := func() {
 		r := pub.do(msg{"op": "publish", "uid": "p", "cell": "1.1", "expires": "5m", "desc": big})
 		pids = append(pids, r["pid"].(string))
-		b.gw.Hub().Drain()
+		b.svc.Drain()
 	}
 	// The slow client does not read until its socket buffers and queue
 	// are full and the hub has skipped some of its notifications.
-	for i := 0; b.gw.Hub().Stats().Skipped == 0; i++ {
+	for i := 0; b.svc.Stats().Skipped == 0; i++ {
 		if i > 20000 {
 			t.Fatal("the slow client never fell behind")
 		}
@@ -475,7 +475,7 @@ func TestSlowReaderFallsBehindAndCatchesUpWithoutACut(t *testing.T) {
 	if fmt.Sprint(pidsOf(fast.wait(len(pids)))) != fmt.Sprint(pids) {
 		t.Fatal("the reading client missed notifications")
 	}
-	if st := b.gw.Hub().Stats(); st.CatchUps == 0 || st.Lagging != 0 {
+	if st := b.svc.Stats(); st.CatchUps == 0 || st.Lagging != 0 {
 		t.Fatalf("stats %+v: want catch-ups and nothing left lagging", st)
 	}
 }
@@ -492,7 +492,7 @@ func TestStoppedReaderIsCutAndResumes(t *testing.T) {
 		}
 		r := pub.do(msg{"op": "publish", "uid": "p", "cell": "1.1", "expires": "5m", "desc": big})
 		pids = append(pids, r["pid"].(string))
-		b.gw.Hub().Drain()
+		b.svc.Drain()
 		if i%100 == 99 {
 			time.Sleep(50 * time.Millisecond) // let the write deadline pass
 		}
@@ -620,7 +620,7 @@ func TestEndedSubscriptionsFreeTheirSlot(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if n := b.gw.Hub().Stats().Routes; n != 1 {
+	if n := b.svc.Stats().Routes; n != 1 {
 		t.Fatalf("%d routes", n)
 	}
 }

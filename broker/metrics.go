@@ -5,9 +5,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/seed84792017/cellcast/delivery"
 	"github.com/seed84792017/cellcast/listdb"
 	"github.com/seed84792017/cellcast/lsm"
+	"github.com/seed84792017/cellcast/service"
 )
 
 // engineCollector exports the storage engines' metrics at scrape time.
@@ -62,27 +62,29 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// registerHub exports the hub's counters.
-func registerHub(reg prometheus.Registerer, hub *delivery.Hub) {
-	stat := func(f func(delivery.Stats) float64) func() float64 { return func() float64 { return f(hub.Stats()) } }
+// registerService exports the core service's counters.
+func registerService(reg prometheus.Registerer, svc *service.Service) {
+	stat := func(f func(service.Stats) float64) func() float64 { return func() float64 { return f(svc.Stats()) } }
 	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cellcast_live_subscriptions", Help: "Subscriptions routed to a connected client."},
-			stat(func(s delivery.Stats) float64 { return float64(s.Routes) })),
+			stat(func(s service.Stats) float64 { return float64(s.Routes) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_publications_dispatched_total", Help: "Publications whose notifications were dispatched."},
-			stat(func(s delivery.Stats) float64 { return float64(s.Publishings) })),
+			stat(func(s service.Stats) float64 { return float64(s.Publishings) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_matches_unrouted_total", Help: "Matches whose subscriber was not connected (a resume replays them)."},
-			stat(func(s delivery.Stats) float64 { return float64(s.Unrouted) })),
+			stat(func(s service.Stats) float64 { return float64(s.Unrouted) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_notifications_refused_total", Help: "Notifications a client's transport could not take (its subscription then lags and catches up from the store)."},
-			stat(func(s delivery.Stats) float64 { return float64(s.Refused) })),
+			stat(func(s service.Stats) float64 { return float64(s.Refused) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cellcast_delivery_backlog", Help: "Notifications stored publications owe that wait for the dispatcher."},
-			stat(func(s delivery.Stats) float64 { return float64(s.Backlog) })),
+			stat(func(s service.Stats) float64 { return float64(s.Backlog) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cellcast_lagging_subscriptions", Help: "Subscriptions whose client fell behind and wait to catch up from the store."},
-			stat(func(s delivery.Stats) float64 { return float64(s.Lagging) })),
+			stat(func(s service.Stats) float64 { return float64(s.Lagging) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_notifications_skipped_total", Help: "Notifications not queued for a lagging subscription (its catch-up replays them)."},
-			stat(func(s delivery.Stats) float64 { return float64(s.Skipped) })),
+			stat(func(s service.Stats) float64 { return float64(s.Skipped) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_catch_ups_total", Help: "Lagging subscriptions replayed from the store."},
-			stat(func(s delivery.Stats) float64 { return float64(s.CatchUps) })),
+			stat(func(s service.Stats) float64 { return float64(s.CatchUps) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_publications_overloaded_total", Help: "Publications refused with overloaded because the delivery backlog was over its bound."},
-			stat(func(s delivery.Stats) float64 { return float64(s.Overloaded) })),
+			stat(func(s service.Stats) float64 { return float64(s.Overloaded) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_catalog_errors_total", Help: "Publications stored and delivered that the catalog failed to record (queries miss them)."},
+			stat(func(s service.Stats) float64 { return float64(s.CatalogErrors) })),
 	)
 }

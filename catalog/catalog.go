@@ -180,26 +180,52 @@ func (c *Catalog) Add(p *subscriptions.Publication) error {
 // equals Eq, or when Eq is nil lies in [From, To].
 type Query struct {
 	Attr     string
-	Eq       *secondary.Value
-	From, To *secondary.Value
+	Eq       *Value
+	From, To *Value
 	K        int // 1 to MaxK
 }
 
+// Value is a query value: a time for tp, a string for the other
+// attributes.
+type Value struct {
+	s      string
+	t      int64 // Unix nanoseconds
+	isTime bool
+}
+
+// String is a value of a string attribute (uid, an attrs key).
+func String(s string) Value { return Value{s: s} }
+
+// Time is a value of tp.
+func Time(t time.Time) Value { return Value{t: t.UnixNano(), isTime: true} }
+
 // ParseValue reads a query value for attr: an RFC 3339 time for tp, the
 // string itself otherwise.
-func (c *Catalog) ParseValue(attr, s string) (secondary.Value, error) {
+func (c *Catalog) ParseValue(attr, s string) (Value, error) {
 	typ, ok := c.types[attr]
 	if !ok {
-		return secondary.Value{}, c.unknown(attr)
+		return Value{}, c.unknown(attr)
 	}
 	if typ == secondary.String {
-		return secondary.StringValue(s), nil
+		return String(s), nil
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return secondary.Value{}, fmt.Errorf("%w: %s %q is not an RFC 3339 time", ErrBadQuery, attr, s)
+		return Value{}, fmt.Errorf("%w: %s %q is not an RFC 3339 time", ErrBadQuery, attr, s)
 	}
-	return secondary.IntValue(t.UnixNano()), nil
+	return Time(t), nil
+}
+
+// value is v as the table stores attr, or ErrBadQuery when v is of the
+// other kind.
+func (c *Catalog) value(attr string, v *Value) (secondary.Value, error) {
+	switch typ := c.types[attr]; {
+	case typ == secondary.String && !v.isTime:
+		return secondary.StringValue(v.s), nil
+	case typ == secondary.Int && v.isTime:
+		return secondary.IntValue(v.t), nil
+	}
+	return secondary.Value{}, fmt.Errorf("%w: %s takes %s", ErrBadQuery, attr, map[bool]string{true: "a string", false: "a time"}[c.types[attr] == secondary.String])
 }
 
 func (c *Catalog) unknown(attr string) error {
@@ -217,6 +243,16 @@ func (c *Catalog) Find(q Query) ([]subscriptions.Publication, error) {
 	if (q.Eq == nil) == (q.From == nil || q.To == nil) || (q.Eq != nil && (q.From != nil || q.To != nil)) {
 		return nil, fmt.Errorf("%w: give eq, or both from and to", ErrBadQuery)
 	}
+	var eq, from, to secondary.Value
+	var err error
+	if q.Eq != nil {
+		eq, err = c.value(q.Attr, q.Eq)
+	} else if from, err = c.value(q.Attr, q.From); err == nil {
+		to, err = c.value(q.Attr, q.To)
+	}
+	if err != nil {
+		return nil, err
+	}
 	// Expired rows the janitor has not deleted yet are skipped, so ask for
 	// more until k live ones are found or the index runs dry.
 	now := c.now()
@@ -224,9 +260,9 @@ func (c *Catalog) Find(q Query) ([]subscriptions.Publication, error) {
 		var rows []secondary.Row
 		var err error
 		if q.Eq != nil {
-			rows, err = c.t.Lookup(column(q.Attr), *q.Eq, want)
+			rows, err = c.t.Lookup(column(q.Attr), eq, want)
 		} else {
-			rows, err = c.t.RangeLookup(column(q.Attr), *q.From, *q.To, want)
+			rows, err = c.t.RangeLookup(column(q.Attr), from, to, want)
 		}
 		if err != nil {
 			return nil, queryError(err)

@@ -89,14 +89,14 @@ func checkOracle(t *testing.T, s secondary.Strategy) {
 		}
 		k := 1 + rng.IntN(40)
 		uid := fmt.Sprintf("u%d", rng.IntN(9)) // u8 never publishes
-		v := secondary.StringValue(uid)
+		v := String(uid)
 		got, err := c.Find(Query{Attr: AttrUID, Eq: &v, K: k})
 		want := oracle(pubs, now.Load(), func(p *subscriptions.Publication) bool { return p.Uid == uid }, k)
 		if err != nil || !slices.Equal(pids(got), want) {
 			t.Fatalf("pub %d: uid=%s k=%d: got %v (%v), want %v", i, uid, k, pids(got), err, want)
 		}
 		cat := cats[rng.IntN(len(cats))]
-		v = secondary.StringValue(cat)
+		v = String(cat)
 		got, err = c.Find(Query{Attr: "category", Eq: &v, K: k})
 		want = oracle(pubs, now.Load(), func(p *subscriptions.Publication) bool { return p.Attrs["category"] == cat }, k)
 		if err != nil || !slices.Equal(pids(got), want) {
@@ -109,7 +109,7 @@ func checkOracle(t *testing.T, s secondary.Strategy) {
 		}
 		lo := now.Load() - int64(time.Duration(rng.IntN(400))*time.Second)
 		hi := lo + int64(time.Duration(1+rng.IntN(200))*time.Second)
-		from, to := secondary.IntValue(lo), secondary.IntValue(hi)
+		from, to := Time(time.Unix(0, lo)), Time(time.Unix(0, hi))
 		got, err = c.Find(Query{Attr: AttrTp, From: &from, To: &to, K: k})
 		want = oracle(pubs, now.Load(), func(p *subscriptions.Publication) bool { return p.Tp >= lo && p.Tp <= hi }, k)
 		if err != nil || !slices.Equal(pids(got), want) {
@@ -143,7 +143,7 @@ func TestBadQueries(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	s, i, j := secondary.StringValue("a"), secondary.IntValue(5), secondary.IntValue(1)
+	s, i, j := String("a"), Time(time.Unix(0, 5)), Time(time.Unix(0, 1))
 	for name, q := range map[string]Query{
 		"unknown attribute": {Attr: "category", Eq: &s, K: 1},
 		"k zero":            {Attr: AttrUID, Eq: &s, K: 0},
@@ -153,6 +153,7 @@ func TestBadQueries(t *testing.T) {
 		"half a range":      {Attr: AttrTp, From: &j, K: 1},
 		"empty range":       {Attr: AttrTp, From: &i, To: &j, K: 1},
 		"type mismatch":     {Attr: AttrTp, Eq: &s, K: 1},
+		"time for a string": {Attr: AttrUID, Eq: &i, K: 1},
 	} {
 		if _, err := c.Find(q); !errors.Is(err, ErrBadQuery) {
 			t.Errorf("%s: %v, want ErrBadQuery", name, err)
@@ -161,7 +162,7 @@ func TestBadQueries(t *testing.T) {
 	if _, err := c.ParseValue(AttrTp, "yesterday"); !errors.Is(err, ErrBadQuery) {
 		t.Errorf("bad time: %v", err)
 	}
-	if v, err := c.ParseValue(AttrTp, "2026-11-21T10:00:00Z"); err != nil || v.I != time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC).UnixNano() {
+	if v, err := c.ParseValue(AttrTp, "2026-11-21T10:00:00Z"); err != nil || v != Time(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)) {
 		t.Errorf("time: %v, %v", v, err)
 	}
 }

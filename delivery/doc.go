@@ -29,6 +29,19 @@
 // notifications until its operation has answered, so the answer comes
 // first.
 //
-// Sinks never block the hub: a sink that cannot take a notification says
-// so, and the transport cuts that client, which resumes to catch up.
+// Sinks never block the hub. A sink that cannot take a notification says
+// so, and its route turns lagging: the dispatcher skips it, and once the
+// sink has room it calls CatchUp, which replays what the route missed from
+// the store (as Resume does) and routes it live again (lag.go). So a slow
+// reader costs a bounded queue, and loses nothing that has not expired.
+// Publish refuses with an *OverloadedError while the notifications owed
+// and not yet dispatched exceed Config.MaxBacklog or MaxBacklogBytes.
+//
+// Locks. Hub.mu (routes, lagging routes, recent dispatches), the
+// sequencer's mu and Hub.dmu (the dispatcher's queue) are never held
+// together. Under Hub.mu (read by the dispatcher, written by attach, open,
+// Expire, Detach and CatchUp) the hub calls Config.Encode and Sink.Notify:
+// both may take only locks of their own that they never hold while calling
+// the hub. Sink.Lost and the operations' answer callbacks run with no hub
+// lock held.
 package delivery

@@ -1,9 +1,15 @@
 // Package gateway is how clients reach the broker: the JSON protocol of
 // docs/protocol.md over WebSocket (one connection, many subscriptions,
 // a bounded send queue) and over NATS (request subjects, publications on
-// cellcast.pub.<cell>, notifications on cellcast.notify.<uid>). Both
-// transports share the request decoding, the location forms (Dewey cell,
-// lat/lng, topic), the limits, the auth checks and the metrics, and hand
-// operations to a delivery.Hub; the query op goes to the catalog of
-// publications (query.go).
+// cellcast.pub.<cell>, notifications on cellcast.notify.<uid>) and HTTP
+// (POST /api/<op>). All transports share the request decoding, the
+// location forms (Dewey cell, lat/lng, topic), the limits, the auth checks
+// and the metrics, and hand operations to the core service (package
+// service), which owns the store, the delivery hub and the catalog. The
+// gateway never reaches storage itself.
+//
+// Locks, outermost first: the delivery hub's route lock, held while the
+// hub calls wsConn.Notify and Locator.EncodePublication, then the leaves
+// sendQueue.mu and pubCache.mu. Gateway.mu and wsConn.mu are leaves too:
+// nothing calls the service or the hub while holding them.
 package gateway

@@ -8,9 +8,8 @@ import (
 	"time"
 
 	"github.com/seed84792017/cellcast/auth"
-	"github.com/seed84792017/cellcast/catalog"
 	"github.com/seed84792017/cellcast/delivery"
-	"github.com/seed84792017/cellcast/dewey"
+	"github.com/seed84792017/cellcast/service"
 	"github.com/seed84792017/cellcast/subscriptions"
 )
 
@@ -52,30 +51,24 @@ func (l Limits) withDefaults() Limits {
 
 // Config shapes a Gateway.
 type Config struct {
-	Store  subscriptions.Store
-	Clock  subscriptions.Clock // the clock that stamps Store's operations
-	Tree   *dewey.QuadTree     // lat/lng map here
-	Topics *dewey.Topics       // nil: no topics
-	// Catalog answers the query op and learns every publication (nil: no
-	// queries).
-	Catalog *catalog.Catalog
+	// Service runs the operations; the gateway does not close it.
+	Service *service.Service
+	// Locator maps locations to cells and renders publications; it must
+	// be the one whose EncodePublication the service renders with.
+	Locator *Locator
 	// Auth verifies bearer tokens; nil runs open: requests name their uid.
-	Auth   auth.Verifier
-	Limits Limits
-	// MaxBacklog and MaxBacklogBytes bound the delivery backlog (see
-	// delivery.Config); zero takes the defaults.
-	MaxBacklog      int
-	MaxBacklogBytes int64
-	Metrics         *Metrics
-	Log             *slog.Logger
+	Auth    auth.Verifier
+	Limits  Limits
+	Metrics *Metrics
+	Log     *slog.Logger
 }
 
-// Gateway serves clients over WebSocket and NATS.
+// Gateway serves clients over WebSocket, NATS and HTTP.
 type Gateway struct {
 	cfg     Config
 	limits  Limits
-	hub     *delivery.Hub
-	loc     locator
+	svc     *service.Service
+	loc     *Locator
 	log     *slog.Logger
 	metrics *Metrics
 
@@ -84,38 +77,17 @@ type Gateway struct {
 	conns   map[*wsConn]struct{}
 	ops     sync.WaitGroup // requests being served
 	writers sync.WaitGroup // WebSocket writers still draining
-	stop    chan struct{}  // ends the route janitor
 }
 
-// New returns a gateway over cfg.Store.
+// New returns a gateway in front of cfg.Service.
 func New(cfg Config) *Gateway {
-	g := &Gateway{cfg: cfg, limits: cfg.Limits.withDefaults(), log: cfg.Log, metrics: cfg.Metrics,
-		loc: locator{tree: cfg.Tree, topics: cfg.Topics, cache: newPubCache(pubCacheEntries, pubCacheBytes)}, conns: map[*wsConn]struct{}{}, stop: make(chan struct{})}
+	g := &Gateway{cfg: cfg, limits: cfg.Limits.withDefaults(), svc: cfg.Service, loc: cfg.Locator, log: cfg.Log, metrics: cfg.Metrics,
+		conns: map[*wsConn]struct{}{}}
 	if g.log == nil {
 		g.log = slog.Default()
 	}
-	g.hub = delivery.New(delivery.Config{Store: cfg.Store, Clock: cfg.Clock, Encode: g.loc.encodePublication,
-		MaxBacklog: cfg.MaxBacklog, MaxBacklogBytes: cfg.MaxBacklogBytes})
-	go g.expireRoutes()
 	return g
 }
-
-// expireRoutes drops the routes of ended subscriptions every second.
-func (g *Gateway) expireRoutes() {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			g.hub.Expire(g.cfg.Clock.Now())
-		case <-g.stop:
-			return
-		}
-	}
-}
-
-// Hub is the gateway's delivery hub, for its statistics.
-func (g *Gateway) Hub() *delivery.Hub { return g.hub }
 
 // session is one client as a request sees it.
 type session interface {
@@ -238,7 +210,7 @@ func (g *Gateway) subscribe(ctx context.Context, s session, req *Request) error 
 	if req.Filter != nil {
 		sr.Filter = subscriptions.Filter{Keyword: req.Filter.Keyword, Attrs: req.Filter.Attrs}
 	}
-	return g.hub.Subscribe(ctx, sr, s.sink(), func(res *subscriptions.SubscribeResult, sid string) {
+	return g.svc.Subscribe(ctx, sr, s.sink(), func(res *subscriptions.SubscribeResult, sid string) {
 		if res.Stored {
 			s.holds(sid)
 		}
@@ -257,8 +229,7 @@ func (g *Gateway) publish(ctx context.Context, s session, req *Request) error {
 		return err
 	}
 	pr := &subscriptions.PublishRequest{Uid: uid, Cell: cell, Expires: req.Expires.get(), Desc: req.Desc, Attrs: req.Attrs, SelfJoin: req.SelfJoin}
-	return g.hub.Publish(ctx, pr, func(res *subscriptions.PublishResult) {
-		g.catalogue(&res.Pub)
+	return g.svc.Publish(ctx, pr, func(res *subscriptions.PublishResult) {
 		r := publishedReply{ID: req.ID, Op: "published", Pid: res.Pub.Pid(), Cell: res.Pub.Cell.String(),
 			Tp: FormatTime(res.Pub.Tp), ExpiresAt: FormatTime(res.Pub.Tmax), Matched: len(res.Matches)}
 		if req.SelfJoin {
@@ -276,7 +247,7 @@ func (g *Gateway) unsubscribe(ctx context.Context, s session, req *Request) erro
 	if req.Sid == "" {
 		return errorf(CodeBadRequest, "sid required")
 	}
-	if err := g.hub.Unsubscribe(ctx, req.Sid, uid); err != nil {
+	if err := g.svc.Unsubscribe(ctx, req.Sid, uid); err != nil {
 		return err
 	}
 	s.reply(encode(simpleReply{ID: req.ID, Op: "unsubscribed", Sid: req.Sid}))
@@ -294,7 +265,7 @@ func (g *Gateway) resume(ctx context.Context, s session, req *Request) error {
 	if !s.admit() {
 		return errorf(CodeTooMany, "too many live subscriptions on this connection (limit %d)", g.limits.MaxSubscriptions)
 	}
-	return g.hub.Resume(ctx, req.Sid, *req.After, uid, s.sink(), func(res *subscriptions.ReplayResult) {
+	return g.svc.Resume(ctx, req.Sid, *req.After, uid, s.sink(), func(res *subscriptions.ReplayResult) {
 		s.holds(req.Sid)
 		n := len(res.Pubs)
 		// The replayed notifications follow through the sink, as
@@ -304,13 +275,12 @@ func (g *Gateway) resume(ctx context.Context, s session, req *Request) error {
 	})
 }
 
-// Close stops taking requests, waits for those being served, then lets
-// every WebSocket connection drain its queue and close with "going away".
+// Close stops taking requests, waits for those being served and for the
+// service to dispatch what they released, then lets every WebSocket
+// connection drain its queue and close with "going away". The service
+// stays open: its owner closes it after the gateway.
 func (g *Gateway) Close(ctx context.Context) error {
 	g.mu.Lock()
-	if !g.closing {
-		close(g.stop)
-	}
 	g.closing = true
 	conns := make([]*wsConn, 0, len(g.conns))
 	for c := range g.conns {
@@ -320,7 +290,7 @@ func (g *Gateway) Close(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		g.ops.Wait()
-		g.hub.Close() // dispatch what the last operations released
+		g.svc.Drain() // dispatch what the last operations released
 		for _, c := range conns {
 			c.close(closeGoingAway, "broker shutting down; reconnect and resume", true)
 		}

@@ -10,7 +10,6 @@ type Metrics struct {
 	Connections   *prometheus.GaugeVec   // transport
 	QueueDrops    prometheus.Counter     // notifications a full send queue refused (replayed on catch-up)
 	Cuts          *prometheus.CounterVec // connections cut, by reason
-	CatalogErrors prometheus.Counter     // publications stored but not catalogued
 }
 
 // NewMetrics registers the gateway's series with reg.
@@ -36,10 +35,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Cuts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cellcast_connections_cut_total", Help: "Connections the broker closed because the client stopped reading, by reason: send_queue_full, write_timeout, write_failed.",
 		}, []string{"reason"}),
-		CatalogErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "cellcast_catalog_errors_total", Help: "Publications stored and delivered that the catalog failed to record (queries miss them).",
-		}),
 	}
-	reg.MustRegister(m.Requests, m.Notifications, m.PushLatency, m.Connections, m.QueueDrops, m.Cuts, m.CatalogErrors)
+	reg.MustRegister(m.Requests, m.Notifications, m.PushLatency, m.Connections, m.QueueDrops, m.Cuts)
 	return m
 }

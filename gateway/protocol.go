@@ -191,15 +191,23 @@ func (f *Filter) UnmarshalJSON(b []byte) error {
 	return dec.Decode((*plain)(f))
 }
 
-// locator maps a request's location onto a namespaced cell.
-type locator struct {
+// Locator maps a request's location onto a namespaced cell, and renders
+// publications back for clients (each once, in a cache bounded in
+// entries and bytes). The core service takes its EncodePublication to
+// render a publication once for all its notifications.
+type Locator struct {
 	tree   *dewey.QuadTree
-	topics *dewey.Topics
-	cache  *pubCache // nil: none
+	topics *dewey.Topics // nil: no topics
+	cache  *pubCache     // nil: none
+}
+
+// NewLocator returns a Locator over tree and topics (nil: none).
+func NewLocator(tree *dewey.QuadTree, topics *dewey.Topics) *Locator {
+	return &Locator{tree: tree, topics: topics, cache: newPubCache(pubCacheEntries, pubCacheBytes)}
 }
 
 // locate takes exactly one of cell, lat+lng (+radius_m) and topic.
-func (l *locator) locate(req *Request) (subscriptions.Cell, error) {
+func (l *Locator) locate(req *Request) (subscriptions.Cell, error) {
 	forms := 0
 	for _, set := range []bool{req.Cell != nil, req.Lat != nil || req.Lng != nil, req.Topic != nil} {
 		if set {
@@ -261,7 +269,7 @@ type pubJSON struct {
 // FormatTime renders a broker stamp.
 func FormatTime(t int64) string { return time.Unix(0, t).UTC().Format(time.RFC3339Nano) }
 
-func (l *locator) pubJSON(p *subscriptions.Publication) pubJSON {
+func (l *Locator) pubJSON(p *subscriptions.Publication) pubJSON {
 	j := pubJSON{Pid: p.Pid(), Uid: p.Uid, Cell: p.Cell.String(), Tp: FormatTime(p.Tp),
 		ExpiresAt: FormatTime(p.Tmax), Desc: p.Desc, Attrs: p.Attrs}
 	if p.Cell.NS == subscriptions.NSTopic && l.topics != nil {
@@ -270,7 +278,8 @@ func (l *locator) pubJSON(p *subscriptions.Publication) pubJSON {
 	return j
 }
 
-func (l *locator) encodePublication(p *subscriptions.Publication) []byte {
+// EncodePublication renders p as the JSON object clients receive.
+func (l *Locator) EncodePublication(p *subscriptions.Publication) []byte {
 	render := func() []byte {
 		b, _ := json.Marshal(l.pubJSON(p))
 		return b
@@ -283,17 +292,17 @@ func (l *locator) encodePublication(p *subscriptions.Publication) []byte {
 
 // withResults appends "results": the publications, as a JSON array, to
 // the encoded object obj.
-func (l *locator) withResults(obj []byte, ps []subscriptions.Publication) []byte {
+func (l *Locator) withResults(obj []byte, ps []subscriptions.Publication) []byte {
 	items := make([][]byte, len(ps))
 	for i := range ps {
-		items[i] = l.encodePublication(&ps[i])
+		items[i] = l.EncodePublication(&ps[i])
 	}
 	out := append(obj[:len(obj)-1:len(obj)-1], `,"results":`...)
 	out = append(out, joinJSON(items)...)
 	return append(out, '}')
 }
 
-func (l *locator) pubsJSON(ps []subscriptions.Publication) []pubJSON {
+func (l *Locator) pubsJSON(ps []subscriptions.Publication) []pubJSON {
 	out := make([]pubJSON, len(ps))
 	for i := range ps {
 		out[i] = l.pubJSON(&ps[i])

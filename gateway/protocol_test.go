@@ -23,7 +23,7 @@ func FuzzRequest(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	loc := &locator{tree: tree}
+	loc := &Locator{tree: tree}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		req, e := decodeRequest(data)
 		if e != nil {

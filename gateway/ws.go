@@ -187,7 +187,7 @@ func (c *wsConn) catchUp() {
 	c.lagged.Store(false)
 	go func() {
 		defer c.g.ops.Done()
-		if _, err := c.g.hub.CatchUp(context.Background(), c); err != nil {
+		if _, err := c.g.svc.CatchUp(context.Background(), c); err != nil {
 			c.g.log.Error("catching a lagging client up", "err", err)
 			c.lagged.Store(true) // try again after the next burst
 		}
@@ -328,7 +328,7 @@ func (c *wsConn) writer() {
 		c.sids = nil
 		c.mu.Unlock()
 		for sid := range sids {
-			g.hub.Detach(sid, c)
+			g.svc.Detach(sid, c)
 		}
 		if g.metrics != nil {
 			g.metrics.Connections.WithLabelValues("ws").Dec()

@@ -1,0 +1,194 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/seed84792017/cellcast/catalog"
+	"github.com/seed84792017/cellcast/delivery"
+	"github.com/seed84792017/cellcast/listdb"
+	"github.com/seed84792017/cellcast/subscriptions"
+)
+
+// Errors of Query, each matched with errors.Is: the caller's mistakes.
+var (
+	ErrNoCatalog = errors.New("service: this broker keeps no catalog of publications (started with --index none)")
+	ErrBadQuery  = catalog.ErrBadQuery
+)
+
+// Query asks for the latest K live publications whose attribute Attr
+// equals Eq, or when Eq is nil lies in [From, To]. Values are as clients
+// write them: an RFC 3339 time for tp, the string itself otherwise.
+type Query struct {
+	Attr         string
+	Eq, From, To *string
+	K            int
+}
+
+// Config shapes a Service.
+type Config struct {
+	Store *listdb.Store
+	// Catalog learns every publication and answers Query; nil: no
+	// queries.
+	Catalog *catalog.Catalog
+	// Encode renders a publication once for all its notifications.
+	Encode func(*subscriptions.Publication) []byte
+	// MaxBacklog and MaxBacklogBytes bound the notifications owed and not
+	// yet handed to a sink (delivery.Config); zero takes the defaults.
+	MaxBacklog      int
+	MaxBacklogBytes int64
+	Log             *slog.Logger
+}
+
+// Stats are the hub's counters and the catalog's failures.
+type Stats struct {
+	delivery.Stats
+	// CatalogErrors counts publications stored and delivered that the
+	// catalog failed to record (queries miss them).
+	CatalogErrors uint64
+}
+
+// Service is the pub/sub core. It is safe for concurrent use.
+type Service struct {
+	cfg           Config
+	hub           *delivery.Hub
+	log           *slog.Logger
+	catalogErrors atomic.Uint64
+
+	stop      chan struct{} // ends the route janitor
+	janitor   sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New returns a service over cfg.Store, which it now owns.
+func New(cfg Config) *Service {
+	s := &Service{cfg: cfg, log: cfg.Log, stop: make(chan struct{})}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.hub = delivery.New(delivery.Config{Store: cfg.Store, Clock: cfg.Store.Clock(), Encode: cfg.Encode,
+		MaxBacklog: cfg.MaxBacklog, MaxBacklogBytes: cfg.MaxBacklogBytes})
+	s.janitor.Add(1)
+	go s.expireRoutes()
+	return s
+}
+
+// expireRoutes drops the routes of ended subscriptions every second.
+func (s *Service) expireRoutes() {
+	defer s.janitor.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			s.hub.Expire(s.cfg.Store.Clock().Now())
+		case <-s.stop:
+			return
+		}
+	}
+}
+
+// Subscribe stores the subscription and routes its notifications to sink
+// (nil: none). answer runs before any notification reaches sink.
+func (s *Service) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequest, sink delivery.Sink, answer func(*subscriptions.SubscribeResult, string)) error {
+	return s.hub.Subscribe(ctx, req, sink, answer)
+}
+
+// Publish stores the publication, releases it for dispatch, catalogues
+// it, and then answers. It fails with a *delivery.OverloadedError while
+// delivery is too far behind; nothing is stored then.
+func (s *Service) Publish(ctx context.Context, req *subscriptions.PublishRequest, answer func(*subscriptions.PublishResult)) error {
+	var stored *subscriptions.PublishResult
+	if err := s.hub.Publish(ctx, req, func(res *subscriptions.PublishResult) { stored = res }); err != nil {
+		return err
+	}
+	s.catalogue(&stored.Pub)
+	answer(stored)
+	return nil
+}
+
+// catalogue files a stored publication. A failure loses no publication
+// (it is stored and delivered) but hides it from queries: it is logged
+// and counted.
+func (s *Service) catalogue(p *subscriptions.Publication) {
+	if s.cfg.Catalog == nil || p.Tmax <= p.Tp {
+		return // no catalog, or a publication with no lifetime, never stored
+	}
+	if err := s.cfg.Catalog.Add(p); err != nil {
+		s.log.Error("catalog: a publication is stored and delivered but cannot be queried", "pid", p.Pid(), "err", err)
+		s.catalogErrors.Add(1)
+	}
+}
+
+// Unsubscribe cancels owner's subscription sid.
+func (s *Service) Unsubscribe(ctx context.Context, sid, owner string) error {
+	return s.hub.Unsubscribe(ctx, sid, owner)
+}
+
+// Resume moves owner's subscription sid to sink and replays what it
+// missed after the sequence number after; answer runs first.
+func (s *Service) Resume(ctx context.Context, sid string, after int64, owner string, sink delivery.Sink, answer func(*subscriptions.ReplayResult)) error {
+	return s.hub.Resume(ctx, sid, after, owner, sink, answer)
+}
+
+// CatchUp replays to sink what its lagging subscriptions missed
+// (delivery.Hub.CatchUp).
+func (s *Service) CatchUp(ctx context.Context, sink delivery.Sink) (int, error) {
+	return s.hub.CatchUp(ctx, sink)
+}
+
+// Detach stops routing sid to sink, which is going away.
+func (s *Service) Detach(sid string, sink delivery.Sink) { s.hub.Detach(sid, sink) }
+
+// Query returns the latest live publications matching q, newest first.
+func (s *Service) Query(q Query) ([]subscriptions.Publication, error) {
+	c := s.cfg.Catalog
+	if c == nil {
+		return nil, ErrNoCatalog
+	}
+	cq := catalog.Query{Attr: q.Attr, K: q.K}
+	var err error
+	parse := func(v *string) *catalog.Value {
+		if v == nil || err != nil {
+			return nil
+		}
+		var cv catalog.Value
+		cv, err = c.ParseValue(q.Attr, *v)
+		return &cv
+	}
+	cq.Eq, cq.From, cq.To = parse(q.Eq), parse(q.From), parse(q.To)
+	if err != nil {
+		return nil, err
+	}
+	return c.Find(cq)
+}
+
+// Drain waits until every publication released so far is dispatched.
+func (s *Service) Drain() { s.hub.Drain() }
+
+// Stats returns the counters.
+func (s *Service) Stats() Stats {
+	return Stats{Stats: s.hub.Stats(), CatalogErrors: s.catalogErrors.Load()}
+}
+
+// Close dispatches what was released, stops the janitor, then flushes
+// and closes the store and the catalog. Call it once no operation runs
+// any more; later calls return the first one's error.
+func (s *Service) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		s.janitor.Wait()
+		s.hub.Close()
+		errs := []error{s.cfg.Store.Backend().Flush(), s.cfg.Store.Close()}
+		if s.cfg.Catalog != nil {
+			errs = append(errs, s.cfg.Catalog.Close())
+		}
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
