@@ -9,13 +9,16 @@ FUZZTIME ?= 200000x
 
 test: vet tools unit peers race fuzz
 
-# A nats-server binary for the tests against an external NATS server.
+# A nats-server binary for the tests against an external NATS server, and
+# staticcheck, pinned so that everyone sees the same lint.
 TOOLS := $(CURDIR)/.tools
 tools:
 	GOBIN=$(TOOLS) $(GO) install github.com/nats-io/nats-server/v2@v2.15.2
+	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-vet:
+vet: tools
 	$(GO) vet ./...
+	$(TOOLS)/staticcheck ./...
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 

@@ -82,21 +82,21 @@ type levelIter struct {
 func (l *levelIter) open(idx int) {
 	l.closeCur()
 	l.idx = idx
-	for ; l.idx < len(l.files); l.idx++ {
-		var it internalIterator
-		var err error
-		if l.compaction {
-			it, err = l.d.newCompactionTableIter(l.files[l.idx])
-		} else {
-			it, err = l.d.newTableIter(l.files[l.idx], l.filters)
-		}
-		if err != nil {
-			l.err = err
-			return
-		}
-		l.cur = it
+	if l.idx >= len(l.files) {
 		return
 	}
+	var it internalIterator
+	var err error
+	if l.compaction {
+		it, err = l.d.newCompactionTableIter(l.files[l.idx])
+	} else {
+		it, err = l.d.newTableIter(l.files[l.idx], l.filters)
+	}
+	if err != nil {
+		l.err = err
+		return
+	}
+	l.cur = it
 }
 
 func (l *levelIter) closeCur() {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -121,9 +120,7 @@ func TestOverloadStoresNothing(t *testing.T) {
 	ctx := context.Background()
 	// A sink that never takes anything keeps the dispatcher's work small;
 	// the bound is on what waits for the dispatcher, so hold it up.
-	var mu sync.Mutex
-	mu.Lock()
-	block := blockingSink{&mu}
+	block := blockingSink{make(chan struct{})}
 	for range 3 {
 		if err := s.Subscribe(ctx, &subscriptions.SubscribeRequest{Uid: "a", Cell: cell("1"), Future: time.Hour}, block, func(*subscriptions.SubscribeResult, string) {}); err != nil {
 			t.Fatal(err)
@@ -144,7 +141,7 @@ func TestOverloadStoresNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mu.Unlock()
+	close(block.open)
 	s.Drain()
 	if refused == 0 {
 		t.Fatal("no publish was refused while the dispatcher was held up")
@@ -168,10 +165,10 @@ func TestOverloadStoresNothing(t *testing.T) {
 	}
 }
 
-// blockingSink holds the dispatcher until the test unlocks mu.
-type blockingSink struct{ mu *sync.Mutex }
+// blockingSink holds the dispatcher until the test closes open.
+type blockingSink struct{ open chan struct{} }
 
-func (k blockingSink) Notify(*delivery.Notification) bool { k.mu.Lock(); k.mu.Unlock(); return true }
+func (k blockingSink) Notify(*delivery.Notification) bool { <-k.open; return true }
 func (blockingSink) Lost(string)                          {}
 
 // TestCloseClosesTheStore: the service owns its store; after Close the
