@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -28,7 +29,11 @@ const (
 func (g *Gateway) ServeNATS(nc *nats.Conn) (stop func() error, err error) {
 	sink := &natsSink{g: g, nc: nc}
 	var subs []*nats.Subscription
+	quit, caughtUp := make(chan struct{}), make(chan struct{})
+	go sink.catchUps(quit, caughtUp)
 	stop = func() error {
+		close(quit)
+		<-caughtUp
 		var errs []error
 		for _, s := range subs {
 			if nc.IsConnected() {
@@ -154,16 +159,53 @@ func (s *natsSession) reply(b []byte) {
 }
 
 // natsSink publishes notifications to cellcast.notify.<uid>. NATS routes
-// them; a subscriber that is away misses them and resumes.
+// them; a subscriber that is away misses them and resumes. A publish the
+// NATS connection refuses (closed, or its reconnect buffer full) makes the
+// subscription lag; catchUps replays what it missed once the connection
+// is back.
 type natsSink struct {
-	g  *Gateway
-	nc *nats.Conn
+	g      *Gateway
+	nc     *nats.Conn
+	lagged atomic.Bool
 }
 
 func (k *natsSink) Lost(string) {}
 
+// catchUpEvery is how often the NATS sink looks for lagging subscriptions.
+const catchUpEvery = 100 * time.Millisecond
+
+// catchUps has the service replay what lagging subscriptions missed, while
+// the connection is up, until quit closes.
+func (k *natsSink) catchUps(quit <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTicker(catchUpEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-quit:
+			return
+		case <-t.C:
+		}
+		if !k.nc.IsConnected() || !k.lagged.Swap(false) {
+			continue
+		}
+		if !k.g.begin() {
+			return
+		}
+		if _, err := k.g.svc.CatchUp(context.Background(), k); err != nil {
+			k.g.log.Error("catching NATS subscribers up", "err", err)
+			k.lagged.Store(true)
+		}
+		k.g.ops.Done()
+	}
+}
+
 func (k *natsSink) Notify(n *delivery.Notification) bool {
 	if k.nc.Publish(SubjectNotify+"."+n.Uid, notificationFrame(n)) != nil {
+		if m := k.g.metrics; m != nil {
+			m.QueueDrops.Inc()
+		}
+		k.lagged.Store(true)
 		return false
 	}
 	if m := k.g.metrics; m != nil {
