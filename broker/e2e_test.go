@@ -481,8 +481,12 @@ func TestSlowReaderFallsBehindAndCatchesUpWithoutACut(t *testing.T) {
 }
 
 func TestStoppedReaderIsCutAndResumes(t *testing.T) {
-	b := start(t, Config{Gateway: gateway.Limits{SendQueue: 8, WriteTimeout: 300 * time.Millisecond}})
+	b := start(t, Config{Gateway: gateway.Limits{SendQueue: 8, WriteTimeout: time.Second}})
 	slow, s := rawSubscribe(t, b)
+	// A client in the same cell that reads all along.
+	fast := dial(t, b, nil)
+	wantOp(t, fast.do(msg{"op": "subscribe", "uid": "f", "cell": "1", "future": "5m"}), "subscribed")
+	var fastGot []string
 	big := strings.Repeat("x", 4000)
 	pub := dial(t, b, nil)
 	var pids []string
@@ -493,13 +497,24 @@ func TestStoppedReaderIsCutAndResumes(t *testing.T) {
 		r := pub.do(msg{"op": "publish", "uid": "p", "cell": "1.1", "expires": "5m", "desc": big})
 		pids = append(pids, r["pid"].(string))
 		b.svc.Drain()
+		fastGot = append(fastGot, pidsOf(fast.wait(1))...)
+		fast.notes = nil
 		if i%100 == 99 {
 			time.Sleep(50 * time.Millisecond) // let the write deadline pass
 		}
 	}
+	if fmt.Sprint(fastGot) != fmt.Sprint(pids) {
+		t.Fatal("the reading client missed notifications while the other stopped")
+	}
 	got, last, err := readNotes(slow, len(pids))
 	if err == nil {
 		t.Fatal("the cut client read everything")
+	}
+	// The frame the stalled write stopped in is finished, and a close
+	// frame says why.
+	var ce *websocket.CloseError
+	if !errorsAs(err, &ce) || ce.Code != websocket.CloseTryAgainLater || !strings.Contains(ce.Text, "not reading") {
+		t.Fatalf("the stopped client read %d of %d, then: %v; want a close frame 1013 saying why", len(got), len(pids), err)
 	}
 	again := dial(t, b, nil)
 	r := again.do(msg{"op": "resume", "uid": "s", "sid": s["sid"], "after": last})

@@ -3,11 +3,9 @@ package gateway
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -72,7 +70,8 @@ func (f *frame) size() int {
 type wsConn struct {
 	g    *Gateway
 	ws   *websocket.Conn
-	bw   *bufio.Writer
+	bw   *bufio.Writer // over sw
+	sw   *stallWriter
 	user string
 	q    *sendQueue
 	lim  *rate.Limiter
@@ -123,7 +122,8 @@ func (g *Gateway) ServeWS(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the upgrader has answered
 	}
-	c := &wsConn{g: g, ws: ws, bw: bufio.NewWriterSize(ws.NetConn(), 64<<10), user: uid, q: newSendQueue(g.limits.SendQueue, g.limits.SendQueueBytes),
+	sw := &stallWriter{conn: ws.NetConn()}
+	c := &wsConn{g: g, ws: ws, sw: sw, bw: bufio.NewWriterSize(sw, 64<<10), user: uid, q: newSendQueue(g.limits.SendQueue, g.limits.SendQueueBytes),
 		lim: rate.NewLimiter(rate.Limit(g.limits.Rate), g.limits.Burst), sids: map[string]struct{}{},
 		closed: make(chan struct{}), readDone: make(chan struct{})}
 	g.mu.Lock()
@@ -379,13 +379,13 @@ func (c *wsConn) write(fs []frame) bool {
 	}
 	c.ws.NetConn().SetWriteDeadline(time.Now().Add(c.g.limits.WriteTimeout))
 	for _, f := range fs {
-		if err := writeFrame(c.bw, f); err != nil {
-			c.writeFailed(err)
+		if tail, err := writeFrame(c.bw, f); err != nil {
+			c.writeFailed(err, tail)
 			return false
 		}
 	}
 	if err := c.bw.Flush(); err != nil {
-		c.writeFailed(err)
+		c.writeFailed(err, nil)
 		return false
 	}
 	if m := c.g.metrics; m != nil {
@@ -402,55 +402,4 @@ func (c *wsConn) write(fs []frame) bool {
 		m.Notifications.WithLabelValues("ws").Add(float64(n))
 	}
 	return true
-}
-
-// writeFailed counts and logs a failed write. A write that timed out
-// stopped mid-frame, so no close frame can follow it: the client, which
-// has not read for the write timeout, sees the TCP connection close.
-func (c *wsConn) writeFailed(err error) {
-	why := "write_failed"
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		why = "write_timeout"
-	}
-	select {
-	case <-c.closed:
-		if c.code == 0 {
-			return // the client hung up first
-		}
-	default:
-	}
-	c.g.log.Warn("cutting a WebSocket client", "reason", why, "remote", c.ws.RemoteAddr().String(), "uid", c.user, "err", err)
-	if c.g.metrics != nil {
-		c.g.metrics.Cuts.WithLabelValues(why).Inc()
-	}
-}
-
-// writeFrame writes one unmasked, unfragmented server frame (RFC 6455
-// section 5.2): a text message unless f.op names a control frame. The
-// frame is rendered straight into the buffer's free space.
-func writeFrame(w *bufio.Writer, f frame) error {
-	op := f.op
-	if op == 0 {
-		op = websocket.TextMessage
-	}
-	n := f.size()
-	b := w.AvailableBuffer()
-	b = append(b, 0x80|op)
-	switch {
-	case n < 126:
-		b = append(b, byte(n))
-	case n < 1<<16:
-		b = append(b, 126)
-		b = binary.BigEndian.AppendUint16(b, uint16(n))
-	default:
-		b = append(b, 127)
-		b = binary.BigEndian.AppendUint64(b, uint64(n))
-	}
-	if f.tp != 0 {
-		b = appendNotification(b, f.sid, f.seq, f.data)
-	} else {
-		b = append(b, f.data...)
-	}
-	_, err := w.Write(b)
-	return err
 }
