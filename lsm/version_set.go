@@ -183,24 +183,36 @@ func syncDir(fs vfs.FS, dir string) error {
 	return err
 }
 
+// logEnd describes how a log read by readLog ended.
+type logEnd struct {
+	records int
+	// torn: the log ended in a torn (incomplete or unverifiable) record.
+	torn bool
+	// valid is the length of the intact prefix: where a torn record starts.
+	valid int64
+}
+
 // readLog calls fn with each record of the log file at path and its
-// offset. It reports whether the log ended in a torn record.
-func readLog(fs vfs.FS, path string, fn func(rec []byte, off int64) error) (torn bool, err error) {
+// offset, and reports how the log ended.
+func readLog(fs vfs.FS, path string, fn func(rec []byte, off int64) error) (logEnd, error) {
 	data, err := readFile(fs, path)
 	if err != nil {
-		return false, fmt.Errorf("lsm: reading %s: %w", path, err)
+		return logEnd{}, fmt.Errorf("lsm: reading %s: %w", path, err)
 	}
 	r := record.NewReader(path, data)
+	var end logEnd
 	for {
 		rec, err := r.Next()
 		if err == io.EOF {
-			return r.Torn(), nil
+			end.torn, end.valid = r.Torn(), r.Offset()
+			return end, nil
 		}
 		if err != nil {
-			return false, err
+			return end, err
 		}
+		end.records++
 		if err := fn(rec, r.Offset()); err != nil {
-			return false, err
+			return end, err
 		}
 	}
 }
