@@ -461,8 +461,33 @@ func (d *DB) Close() error {
 	return err
 }
 
+// Err reports whether the DB still accepts writes: nil while healthy; once
+// a WAL write or sync, a flush, a compaction or a MANIFEST update has failed,
+// the first such failure, wrapped so that errors.Is(err, ErrWritesRefused)
+// holds (and errors.Is matches the cause, such as an EIO or ENOSPC);
+// ErrClosed after Close. Use it for a readiness check.
+//
+// The error is sticky: every later write fails with it, while reads keep
+// working. Every write acknowledged before it is safe on disk (synced ones
+// survive a crash, too); the failed write itself may or may not be. What an
+// operator should do: fix the cause (free space, replace the disk), then
+// restart the process; reopening replays the WAL and retries the flush or
+// compaction. Metrics.BackgroundErrors counts the failures.
+func (d *DB) Err() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.bgErr != nil {
+		return fmt.Errorf("%w: %w", ErrWritesRefused, d.bgErr)
+	}
+	if d.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
 // setBgErrLocked records the first failure; later writes are refused.
 func (d *DB) setBgErrLocked(err error) {
+	d.m.backgroundErrors.Add(1)
 	if d.bgErr == nil {
 		d.bgErr = err
 		d.opts.Logger.Error("lsm: refusing further writes", "err", err)
