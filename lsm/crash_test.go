@@ -168,11 +168,19 @@ func TestWriteErrorsAreStickyAndLoseNothingSynced(t *testing.T) {
 		{"table create ENOSPC", vfs.OpCreate, ".sst", vfs.ENOSPC},
 		{"manifest sync EIO", vfs.OpSync, "MANIFEST-", vfs.EIO},
 		{"CURRENT rename EIO", vfs.OpRename, "CURRENT", vfs.EIO},
+		// Writes cut short: part of the data reaches the file.
+		{"WAL short write", vfs.OpWrite, ".log", vfs.ShortWrite(vfs.ENOSPC)},
+		{"table short write", vfs.OpWrite, ".sst", vfs.ShortWrite(vfs.ENOSPC)},
+		{"manifest short write", vfs.OpWrite, "MANIFEST-", vfs.ShortWrite(vfs.ENOSPC)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			base := vfs.NewMem()
 			inj := &failAfter{op: tc.op, suffix: tc.suf, err: tc.err}
+			want := tc.err
+			if errors.Is(tc.err, vfs.ENOSPC) {
+				want = vfs.ENOSPC // a short write fails with the cause
+			}
 			opts := smallOptions(vfs.Inject(base, inj.inject))
 			opts.MaxManifestFileSize = 256 // rotate often so CURRENT is rewritten
 			db := mustOpen(t, "/db", opts)
@@ -201,8 +209,14 @@ func TestWriteErrorsAreStickyAndLoseNothingSynced(t *testing.T) {
 				t.Fatalf("first error %v is not ErrWritesRefused", firstErr)
 			}
 			err := db.Set([]byte("later"), []byte("x"), Sync)
-			if !errors.Is(err, ErrWritesRefused) || !errors.Is(err, tc.err) {
-				t.Fatalf("later write: %v; want sticky %v", err, tc.err)
+			if !errors.Is(err, ErrWritesRefused) || !errors.Is(err, want) {
+				t.Fatalf("later write: %v; want sticky %v", err, want)
+			}
+			if err := db.Err(); !errors.Is(err, ErrWritesRefused) || !errors.Is(err, want) {
+				t.Fatalf("Err() = %v; want sticky %v", err, want)
+			}
+			if n := db.Metrics().BackgroundErrors; n == 0 {
+				t.Fatal("Metrics.BackgroundErrors is 0 after a failure")
 			}
 			// Reads keep working.
 			if _, err := db.Get([]byte("k0001")); err != nil {
@@ -210,8 +224,12 @@ func TestWriteErrorsAreStickyAndLoseNothingSynced(t *testing.T) {
 			}
 			db.Close()
 			inj.armed = false
-			db = mustOpen(t, "/db", smallOptions(base))
+			// Every write was synced, so a crash now must keep them all.
+			db = mustOpen(t, "/db", smallOptions(base.CrashClone(vfs.CrashOptions{})))
 			defer db.Close()
+			if err := db.Err(); err != nil {
+				t.Fatalf("Err() after reopen: %v", err)
+			}
 			// The failed write itself may or may not have reached the log;
 			// every acknowledged one did.
 			it, err := db.NewIter(nil)

@@ -207,9 +207,23 @@ func (d *DB) recover() error {
 	}
 	sort.Slice(logs, func(i, j int) bool { return logs[i] < logs[j] })
 	d.lastSeq = vs.lastSeq
+	// A torn tail is where a crash cut the log being written, so only the
+	// last log that holds records may have one. switchMemtable syncs and
+	// closes a log before the next one gets its first record; a torn log
+	// followed by one with records lost data that had been synced.
+	var tornErr error
 	for _, num := range logs {
-		if err := d.replayWAL(num); err != nil {
+		end, err := d.replayWAL(num)
+		if err != nil {
 			return err
+		}
+		if tornErr != nil && end.records > 0 {
+			return tornErr
+		}
+		if end.torn {
+			path := makeFilename(d.fs, d.dir, fileTypeLog, num)
+			tornErr = &CorruptionError{File: path, Offset: end.valid, Reason: "torn record in a WAL followed by a newer WAL with records"}
+			d.opts.Logger.Warn("lsm: WAL ends in a torn record; replayed the intact prefix", "file", path, "offset", end.valid)
 		}
 	}
 	// Start the new WAL, then record everything in a fresh MANIFEST.
@@ -231,11 +245,11 @@ func (d *DB) recover() error {
 	return nil
 }
 
-// replayWAL applies one WAL's batches, writing L0 tables whenever the
+// replayWAL applies one WAL's batches and reports how the log ended, writing L0 tables whenever the
 // replay memtable fills. Each table joins the in-memory current version at
 // once — later replays must see it below them — and the fresh MANIFEST that
 // recover writes afterwards records them all.
-func (d *DB) replayWAL(num uint64) error {
+func (d *DB) replayWAL(num uint64) (logEnd, error) {
 	path := makeFilename(d.fs, d.dir, fileTypeLog, num)
 	mem := memtable.New(int(d.opts.MemTableSize))
 	flush := func() error {
@@ -257,7 +271,7 @@ func (d *DB) replayWAL(num uint64) error {
 		mem = memtable.New(int(d.opts.MemTableSize))
 		return nil
 	}
-	torn, err := readLog(d.fs, path, func(rec []byte, off int64) error {
+	end, err := readLog(d.fs, path, func(rec []byte, off int64) error {
 		br, err := newBatchReader(rec)
 		if err != nil {
 			return &CorruptionError{File: path, Offset: off, Reason: err.Error()}
@@ -304,12 +318,9 @@ func (d *DB) replayWAL(num uint64) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return end, err
 	}
-	if torn {
-		d.opts.Logger.Warn("lsm: WAL ends in a torn record; replayed the intact prefix", "file", path)
-	}
-	return flush()
+	return end, flush()
 }
 
 // deleteUnreferencedFiles removes tables, WALs, manifests and temp files
@@ -450,8 +461,33 @@ func (d *DB) Close() error {
 	return err
 }
 
+// Err reports whether the DB still accepts writes: nil while healthy; once
+// a WAL write or sync, a flush, a compaction or a MANIFEST update has failed,
+// the first such failure, wrapped so that errors.Is(err, ErrWritesRefused)
+// holds (and errors.Is matches the cause, such as an EIO or ENOSPC);
+// ErrClosed after Close. Use it for a readiness check.
+//
+// The error is sticky: every later write fails with it, while reads keep
+// working. Every write acknowledged before it is safe on disk (synced ones
+// survive a crash, too); the failed write itself may or may not be. What an
+// operator should do: fix the cause (free space, replace the disk), then
+// restart the process; reopening replays the WAL and retries the flush or
+// compaction. Metrics.BackgroundErrors counts the failures.
+func (d *DB) Err() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.bgErr != nil {
+		return fmt.Errorf("%w: %w", ErrWritesRefused, d.bgErr)
+	}
+	if d.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
 // setBgErrLocked records the first failure; later writes are refused.
 func (d *DB) setBgErrLocked(err error) {
+	d.m.backgroundErrors.Add(1)
 	if d.bgErr == nil {
 		d.bgErr = err
 		d.opts.Logger.Error("lsm: refusing further writes", "err", err)

@@ -21,6 +21,7 @@ type metricsCounters struct {
 	levelBytesIn                     [NumLevels]atomic.Int64
 	stalls, stallNanos, slowdowns    atomic.Int64
 	filterFalsePositives             atomic.Int64
+	backgroundErrors                 atomic.Int64
 }
 
 // LevelMetrics describe one level.
@@ -67,6 +68,12 @@ type Metrics struct {
 	WriteStalls        int64
 	WriteStallDuration time.Duration
 	WriteSlowdowns     int64
+
+	// BackgroundErrors counts failed WAL writes and syncs, flushes,
+	// compactions and MANIFEST updates. The first one makes the DB refuse
+	// writes until it is reopened (see DB.Err), so any non-zero value means
+	// the DB is not ready for writes: alert on it.
+	BackgroundErrors int64
 }
 
 // WriteAmp is bytes written to disk (WAL, flushes, compactions) per byte
@@ -126,6 +133,7 @@ func (d *DB) Metrics() *Metrics {
 	m.WriteStalls = d.m.stalls.Load()
 	m.WriteStallDuration = time.Duration(d.m.stallNanos.Load())
 	m.WriteSlowdowns = d.m.slowdowns.Load()
+	m.BackgroundErrors = d.m.backgroundErrors.Load()
 	return m
 }
 
@@ -139,5 +147,8 @@ func (m *Metrics) String() string {
 		m.UserBytes, m.WALBytes, m.FlushBytes, m.FlushCount, m.CompactBytesIn, m.CompactBytesOut, m.CompactCount, m.CompactMoves, m.WriteAmp())
 	fmt.Fprintf(&b, "blocks: cache %d disk %d; filter: negatives %d positives %d false-positives %d; stalls %d (%s), slowdowns %d\n",
 		m.BlocksFromCache, m.BlocksFromDisk, m.FilterNegatives, m.FilterPositives, m.FilterFalsePositives, m.WriteStalls, m.WriteStallDuration, m.WriteSlowdowns)
+	if m.BackgroundErrors > 0 {
+		fmt.Fprintf(&b, "background errors %d: writes refused\n", m.BackgroundErrors)
+	}
 	return b.String()
 }

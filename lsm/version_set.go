@@ -28,6 +28,10 @@ type versionSet struct {
 	manifestNum  uint64
 	manifestFile vfs.File
 	manifest     *record.Writer
+	// err is the first failed manifest write. The file may end in part of
+	// a record; appending after it would turn a tolerated torn tail into
+	// corruption in the middle, so every later write fails with it.
+	err error
 }
 
 func (vs *versionSet) newFileNum() uint64 { return vs.nextFileNum.Add(1) - 1 }
@@ -44,9 +48,10 @@ func (vs *versionSet) bumpFileNum(n uint64) {
 
 // load replays the manifest CURRENT names.
 func (vs *versionSet) load() error {
-	cur, err := readFile(vs.fs, makeFilename(vs.fs, vs.dir, fileTypeCurrent, 0))
+	curPath := makeFilename(vs.fs, vs.dir, fileTypeCurrent, 0)
+	cur, err := readFile(vs.fs, curPath)
 	if err != nil {
-		return fmt.Errorf("lsm: reading CURRENT: %w", err)
+		return fmt.Errorf("lsm: reading %s: %w", curPath, err)
 	}
 	name := strings.TrimSpace(string(cur))
 	typ, num, ok := parseFilename(name)
@@ -56,7 +61,8 @@ func (vs *versionSet) load() error {
 	path := vfs.Join(vs.dir, name)
 	v := &manifest.Version{}
 	v.Ref()
-	_, err = readLog(vs.fs, path, func(rec []byte, off int64) error {
+	addedAt := map[uint64]int64{} // table number -> offset of the edit adding it
+	end, err := readLog(vs.fs, path, func(rec []byte, off int64) error {
 		var e manifest.VersionEdit
 		if err := e.Decode(rec); err != nil {
 			return &CorruptionError{File: path, Offset: off, Reason: err.Error()}
@@ -67,6 +73,9 @@ func (vs *versionSet) load() error {
 		}
 		v.Unref()
 		v = nv
+		for _, f := range e.Added {
+			addedAt[f.Meta.Num] = off
+		}
 		if e.LogNum != 0 {
 			vs.logNum = e.LogNum
 		}
@@ -78,12 +87,54 @@ func (vs *versionSet) load() error {
 		}
 		return nil
 	})
+	if err == nil {
+		err = vs.checkLoaded(path, v, end, addedAt)
+	}
 	if err != nil {
+		v.Unref()
 		return err
 	}
 	vs.current = v
 	vs.manifestNum = num
 	vs.bumpFileNum(num)
+	return nil
+}
+
+// checkLoaded refuses a manifest that cannot describe the DB: one without
+// an intact first record (rotate syncs the state snapshot before CURRENT
+// names the file), one naming a WAL or table that is gone. A torn tail is
+// an edit a crash cut short and nothing acted on, but a tail lost to a
+// flipped byte or a truncation may have been acted on; a flush edit's WAL
+// and a compaction's inputs are deleted only after their edit is synced, so
+// a dropped edit shows as a missing file here rather than as tables or
+// writes silently gone.
+func (vs *versionSet) checkLoaded(path string, v *manifest.Version, end logEnd, addedAt map[uint64]int64) error {
+	if end.records == 0 {
+		return &CorruptionError{File: path, Offset: end.valid, Reason: "no intact record: the state snapshot that starts every manifest is missing or damaged"}
+	}
+	if end.torn {
+		vs.opts.Logger.Warn("lsm: MANIFEST ends in a torn record; using the intact prefix", "file", path, "offset", end.valid)
+	}
+	names, err := vs.fs.List(vs.dir)
+	if err != nil {
+		return fmt.Errorf("lsm: listing %s: %w", vs.dir, err)
+	}
+	present := map[string]bool{}
+	for _, n := range names {
+		present[n] = true
+	}
+	if vs.logNum != 0 {
+		if wal := makeFilename(vs.fs, "", fileTypeLog, vs.logNum); !present[wal] {
+			return &CorruptionError{File: path, Offset: end.valid, Reason: fmt.Sprintf("WAL %s, which the last edit names, is missing: an edit was lost or the WAL deleted", wal)}
+		}
+	}
+	for _, files := range v.Levels {
+		for _, f := range files {
+			if t := makeFilename(vs.fs, "", fileTypeTable, f.Num); !present[t] {
+				return &CorruptionError{File: path, Offset: addedAt[f.Num], Reason: fmt.Sprintf("table %s is missing", t)}
+			}
+		}
+	}
 	return nil
 }
 
@@ -101,6 +152,9 @@ func (vs *versionSet) snapshotEdit() *manifest.VersionEdit {
 // rotate starts a new MANIFEST holding the current state (plus edit, if
 // any) and points CURRENT at it.
 func (vs *versionSet) rotate(edit *manifest.VersionEdit) error {
+	if vs.err != nil {
+		return vs.err
+	}
 	num := vs.newFileNum()
 	path := makeFilename(vs.fs, vs.dir, fileTypeManifest, num)
 	f, err := vs.fs.Create(path)
@@ -124,6 +178,10 @@ func (vs *versionSet) rotate(edit *manifest.VersionEdit) error {
 	}
 	if err != nil {
 		f.Close()
+		if vs.manifestFile != nil {
+			// CURRENT may name either file now; neither may grow.
+			vs.err = err
+		}
 		return err
 	}
 	if vs.manifestFile != nil {
@@ -135,16 +193,23 @@ func (vs *versionSet) rotate(edit *manifest.VersionEdit) error {
 
 // write appends an edit to the MANIFEST and syncs it.
 func (vs *versionSet) write(edit *manifest.VersionEdit) error {
+	if vs.err != nil {
+		return vs.err
+	}
 	if vs.manifest.Size() > vs.opts.MaxManifestFileSize {
 		return vs.rotate(edit)
 	}
-	if err := vs.manifest.Write(edit.Encode()); err != nil {
-		return err
+	err := vs.manifest.Write(edit.Encode())
+	if err == nil {
+		err = vs.manifest.Flush()
 	}
-	if err := vs.manifest.Flush(); err != nil {
-		return err
+	if err == nil {
+		err = vs.manifestFile.Sync()
 	}
-	return vs.manifestFile.Sync()
+	if err != nil {
+		vs.err = err
+	}
+	return err
 }
 
 // setCurrent atomically points CURRENT at MANIFEST-num: write a temp file,
@@ -183,24 +248,37 @@ func syncDir(fs vfs.FS, dir string) error {
 	return err
 }
 
-// readLog calls fn with each record of the log file at path and its
-// offset. It reports whether the log ended in a torn record.
-func readLog(fs vfs.FS, path string, fn func(rec []byte, off int64) error) (torn bool, err error) {
+// logEnd describes how a log read by readLog ended.
+type logEnd struct {
+	records int
+	// torn: the log ended in a torn (incomplete or unverifiable) record.
+	torn bool
+	// valid is the length of the intact prefix: where a torn record starts.
+	valid int64
+}
+
+// readLog calls fn with each record of the log file at path and the
+// offset where it starts, and reports how the log ended.
+func readLog(fs vfs.FS, path string, fn func(rec []byte, off int64) error) (logEnd, error) {
 	data, err := readFile(fs, path)
 	if err != nil {
-		return false, fmt.Errorf("lsm: reading %s: %w", path, err)
+		return logEnd{}, fmt.Errorf("lsm: reading %s: %w", path, err)
 	}
 	r := record.NewReader(path, data)
+	var end logEnd
 	for {
+		start := r.Offset()
 		rec, err := r.Next()
 		if err == io.EOF {
-			return r.Torn(), nil
+			end.torn, end.valid = r.Torn(), r.Offset()
+			return end, nil
 		}
 		if err != nil {
-			return false, err
+			return end, err
 		}
-		if err := fn(rec, r.Offset()); err != nil {
-			return false, err
+		end.records++
+		if err := fn(rec, start); err != nil {
+			return end, err
 		}
 	}
 }

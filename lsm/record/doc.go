@@ -8,4 +8,10 @@
 // fails its checksum while a valid chunk still follows somewhere later in the
 // file is corruption: the reader returns a *CorruptionError naming the file and
 // offset rather than skipping data silently.
+//
+// Zeros get the same rule. The writer pads only block tails too short for a
+// header, so an all-zero header where a chunk should start is space the file
+// system extended but never filled: the end of the log when nothing valid
+// follows it (Torn stays false if only zeros follow), and corruption — zeroed
+// records — when a valid chunk starts anywhere after it.
 package record

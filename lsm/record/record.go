@@ -204,9 +204,20 @@ func (r *Reader) chunk() (chunk, error) {
 			return c, nil
 		}
 		if reason == "" {
-			// Zero padding: the rest of this block is empty.
-			r.off += left
-			continue
+			// A zero header where the writer would have put a chunk: the
+			// writer never writes one (it pads only block tails too short
+			// for a header), so this is space the file system extended
+			// but never filled — the true end of the log, if nothing valid
+			// follows. A valid chunk after it means synced records were
+			// zeroed, and skipping to them would silently drop records.
+			if off, ok := validChunkFrom(r.data, r.off+headerSize); ok {
+				return chunk{}, r.corrupt(int64(r.off), fmt.Sprintf("zeroed chunk header followed by a valid chunk at offset %d", off))
+			}
+			if !allZero(r.data[r.off:]) {
+				r.torn = true
+			}
+			r.off = len(r.data)
+			return chunk{}, io.EOF
 		}
 		if validChunkAfter(r.data, r.off) {
 			return chunk{}, r.corrupt(int64(r.off), reason)
@@ -261,6 +272,36 @@ func validChunkAfter(data []byte, off int) bool {
 		}
 	}
 	return false
+}
+
+// validChunkFrom returns the offset of the first valid chunk starting at or
+// after from, at any byte position: zeroing need not stop at a chunk or
+// block boundary. Only headers with a known type and a length that fits
+// their block are checksummed, so an all-zero or random tail is cheap.
+func validChunkFrom(data []byte, from int) (int, bool) {
+	for p := from; p+headerSize <= len(data); p++ {
+		t := data[p+6]
+		if t < typeFull || t > typeLast {
+			continue
+		}
+		n := int(binary.LittleEndian.Uint16(data[p+4 : p+6]))
+		if n > BlockSize-p%BlockSize-headerSize || p+headerSize+n > len(data) {
+			continue
+		}
+		if _, ok, _ := parseChunk(data, p); ok {
+			return p, true
+		}
+	}
+	return 0, false
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *Reader) corrupt(off int64, reason string) error {

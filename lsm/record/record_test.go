@@ -149,3 +149,95 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// recordOffsets returns where each record of a log built from recs starts.
+func recordOffsets(t *testing.T, recs [][]byte) []int {
+	t.Helper()
+	var offs []int
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	for _, r := range recs {
+		off := int(w.Size())
+		if BlockSize-off%BlockSize < headerSize {
+			off += BlockSize - off%BlockSize
+		}
+		offs = append(offs, off)
+		if err := w.Write(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return offs
+}
+
+// A zero chunk header inside the log, with valid records after it, is
+// corruption named by file and offset — never a reason to skip ahead to
+// the next block and drop the records in between.
+func TestZeroedChunkFollowedByRecordsIsCorruption(t *testing.T) {
+	recs := make([][]byte, 0, 400)
+	for i := 0; i < 400; i++ {
+		recs = append(recs, []byte(fmt.Sprintf("record-%03d-%s", i, bytes.Repeat([]byte("z"), 250))))
+	}
+	data := buildLog(t, recs)
+	offs := recordOffsets(t, recs)
+	if len(data) < 3*BlockSize {
+		t.Fatalf("log of %d bytes is too short for the test", len(data))
+	}
+	cases := []struct {
+		name     string
+		from, to int // zeroed range
+	}{
+		{"one record zeroed", offs[5], offs[6]},
+		{"rest of a block zeroed", offs[10], BlockSize},
+		{"range across a block boundary", offs[20], BlockSize + 100},
+		{"only a header zeroed", offs[30], offs[30] + headerSize},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := append([]byte(nil), data...)
+			clear(bad[tc.from:tc.to])
+			got, _, err := readLog(bad)
+			var ce *CorruptionError
+			if !errors.As(err, &ce) || !errors.Is(err, ErrCorruption) {
+				t.Fatalf("got %d records and err %v; want a corruption error", len(got), err)
+			}
+			if ce.File != "test.log" || ce.Offset != int64(tc.from) {
+				t.Fatalf("corruption at %s:%d, want test.log:%d", ce.File, ce.Offset, tc.from)
+			}
+			for i := range got {
+				if !bytes.Equal(got[i], recs[i]) {
+					t.Fatalf("record %d before the zeroed range differs", i)
+				}
+			}
+		})
+	}
+}
+
+// Zeros at the end of the log — preallocated space, or a tail whose size
+// reached the disk before its data — end it cleanly after the last record,
+// wherever the zeros begin; zeros followed by garbage that holds no valid
+// chunk are a torn tail.
+func TestZeroTailEndsTheLog(t *testing.T) {
+	recs := make([][]byte, 0, 400)
+	for i := 0; i < 400; i++ {
+		recs = append(recs, []byte(fmt.Sprintf("record-%03d-%s", i, bytes.Repeat([]byte("z"), 250))))
+	}
+	data := buildLog(t, recs)
+	offs := recordOffsets(t, recs)
+	for _, cut := range []int{offs[0], offs[1], offs[150], offs[399], len(data)} {
+		n := 0
+		for n < len(offs) && offs[n] < cut {
+			n++
+		}
+		zeroed := append(append([]byte(nil), data[:cut]...), make([]byte, 2*BlockSize+cut%1000)...)
+		got, r, err := readLog(zeroed)
+		if err != nil || len(got) != n || r.Torn() {
+			t.Fatalf("zeros from %d: %d records (want %d), torn %v, err %v", cut, len(got), n, r.Torn(), err)
+		}
+		garbage := append([]byte(nil), zeroed...)
+		rand.New(rand.NewSource(int64(cut))).Read(garbage[len(garbage)-500:])
+		got, r, err = readLog(garbage)
+		if err != nil || len(got) != n || !r.Torn() {
+			t.Fatalf("zeros then garbage from %d: %d records (want %d), torn %v, err %v", cut, len(got), n, r.Torn(), err)
+		}
+	}
+}

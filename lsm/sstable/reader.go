@@ -3,6 +3,9 @@ package sstable
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -63,7 +66,7 @@ func Open(f vfs.File, name string, size int64, opts ReaderOptions) (*Reader, err
 	}
 	buf := make([]byte, footerLen)
 	if _, err := f.ReadAt(buf, size-footerLen); err != nil {
-		return nil, base.Corruptf(name, size-footerLen, "reading footer: %v", err)
+		return nil, readError(name, size-footerLen, "footer", err)
 	}
 	ft, err := decodeFooter(buf, name, size-footerLen)
 	if err != nil {
@@ -128,6 +131,17 @@ func (r *Reader) readRaw(h handle) ([]byte, error) {
 
 func sameArray(a, b []byte) bool { return len(a) > 0 && len(b) > 0 && &a[0] == &b[0] }
 
+// readError describes a failed read at off. Running off the end of the file
+// is corruption (the table is shorter than its metadata says); any other
+// error is the device's, wrapped so callers can match it (EIO) and not
+// mistaken for bad data.
+func readError(name string, off int64, what string, err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return base.Corruptf(name, off, "reading %s: %v", what, err)
+	}
+	return fmt.Errorf("sstable: reading %s of %s at offset %d: %w", what, name, off, err)
+}
+
 // storedPool recycles the buffers blocks are read into before decoding.
 var storedPool = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
 
@@ -138,7 +152,7 @@ func (r *Reader) readStored(h handle, buf []byte) ([]byte, error) {
 	}
 	buf = buf[:n]
 	if _, err := r.f.ReadAt(buf, int64(h.off)); err != nil {
-		return buf, base.Corruptf(r.name, int64(h.off), "reading block: %v", err)
+		return buf, readError(r.name, int64(h.off), "block", err)
 	}
 	r.stats.BytesFromDisk.Add(int64(n))
 	return buf, nil

@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"errors"
 	"io"
 	"syscall"
 )
@@ -28,7 +29,8 @@ var (
 )
 
 // Injector decides whether an operation on a path fails; nil lets it through.
-// It must be safe for concurrent use.
+// It must be safe for concurrent use. OpRead covers Read and ReadAt. For
+// OpWrite, an error made by ShortWrite persists part of the data first.
 type Injector func(op Op, path string) error
 
 // Inject wraps fs so that every operation first asks inj.
@@ -88,11 +90,42 @@ type injectFile struct {
 	inj  Injector
 }
 
+// ShortWrite, returned by an Injector for OpWrite, makes the write persist
+// only the first half of its data and then fail with err — a write(2) cut
+// short by a full disk or a failing device. A nil err fails it with
+// io.ErrShortWrite, as os.File.Write does when the kernel writes less.
+func ShortWrite(err error) error {
+	if err == nil {
+		err = io.ErrShortWrite
+	}
+	return &shortWrite{err: err}
+}
+
+type shortWrite struct{ err error }
+
+func (s *shortWrite) Error() string { return "short write: " + s.err.Error() }
+func (s *shortWrite) Unwrap() error { return s.err }
+
 func (f *injectFile) Write(p []byte) (int, error) {
 	if err := f.inj(OpWrite, f.name); err != nil {
-		return 0, err
+		var sw *shortWrite
+		if !errors.As(err, &sw) {
+			return 0, err
+		}
+		n, werr := f.File.Write(p[:len(p)/2])
+		if werr != nil {
+			return n, werr
+		}
+		return n, sw.err
 	}
 	return f.File.Write(p)
+}
+
+func (f *injectFile) Read(p []byte) (int, error) {
+	if err := f.inj(OpRead, f.name); err != nil {
+		return 0, err
+	}
+	return f.File.Read(p)
 }
 
 func (f *injectFile) Sync() error {

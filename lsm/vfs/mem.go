@@ -196,7 +196,24 @@ type CrashOptions struct {
 	// Rand, when set, keeps a random prefix of each file's unsynced tail, as a
 	// real crash may persist part of what was written but not synced.
 	Rand *rand.Rand
+	// Tail says what fills the rest of the unsynced tail after that prefix.
+	Tail TailMode
 }
+
+// TailMode is what a crash leaves in the unsynced part of a file that it
+// did not keep.
+type TailMode int
+
+const (
+	// TailDropped: the file ends after the kept prefix.
+	TailDropped TailMode = iota
+	// TailZeroed: the file keeps its full size but the rest reads as
+	// zeros, as when the size reached the disk before the data.
+	TailZeroed
+	// TailGarbage: the rest holds random bytes (needs Rand), as when
+	// blocks were allocated but hold stale or torn data.
+	TailGarbage
+)
 
 // CrashClone returns the file system a crash would leave behind: only the
 // directory entries made durable by a directory sync, each holding the file
@@ -214,9 +231,20 @@ func (fs *MemFS) CrashClone(opts CrashOptions) *MemFS {
 		for name, n := range ents {
 			n.mu.Lock()
 			data := append([]byte(nil), n.synced...)
-			if opts.Rand != nil && len(n.data) > len(n.synced) && bytesPrefix(n.synced, n.data) {
-				extra := opts.Rand.Intn(len(n.data) - len(n.synced) + 1)
+			if len(n.data) > len(n.synced) && bytesPrefix(n.synced, n.data) {
+				extra := 0
+				if opts.Rand != nil {
+					extra = opts.Rand.Intn(len(n.data) - len(n.synced) + 1)
+				}
 				data = append(data, n.data[len(n.synced):len(n.synced)+extra]...)
+				switch rest := len(n.data) - len(data); {
+				case opts.Tail == TailZeroed:
+					data = append(data, make([]byte, rest)...)
+				case opts.Tail == TailGarbage && opts.Rand != nil:
+					g := make([]byte, rest)
+					opts.Rand.Read(g)
+					data = append(data, g...)
+				}
 			}
 			n.mu.Unlock()
 			c := &memNode{data: data, synced: append([]byte(nil), data...)}

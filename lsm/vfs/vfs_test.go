@@ -178,3 +178,56 @@ func TestOSFileBasics(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestMemCrashTailModes(t *testing.T) {
+	fs := NewMem()
+	fs.MkdirAll("/d")
+	f, _ := fs.Create("/d/log")
+	f.Write([]byte("hello"))
+	f.Sync()
+	f.Write([]byte(" world"))
+	syncDir(t, fs, "/d")
+	if got := readAll(t, fs.CrashClone(CrashOptions{Tail: TailZeroed}), "/d/log"); got != "hello\x00\x00\x00\x00\x00\x00" {
+		t.Fatalf("zeroed: %q", got)
+	}
+	for seed := int64(0); seed < 20; seed++ {
+		for _, mode := range []TailMode{TailZeroed, TailGarbage} {
+			got := readAll(t, fs.CrashClone(CrashOptions{Rand: rand.New(rand.NewSource(seed)), Tail: mode}), "/d/log")
+			if len(got) != len("hello world") || got[:5] != "hello" {
+				t.Fatalf("seed %d mode %d: %q", seed, mode, got)
+			}
+		}
+	}
+}
+
+func TestInjectShortWriteAndRead(t *testing.T) {
+	base := NewMem()
+	base.MkdirAll("/d")
+	short := true
+	fs := Inject(base, func(op Op, path string) error {
+		switch {
+		case op == OpWrite && short:
+			return ShortWrite(ENOSPC)
+		case op == OpRead && path == "/d/f":
+			return EIO
+		}
+		return nil
+	})
+	f, _ := fs.Create("/d/f")
+	n, err := f.Write([]byte("abcdef"))
+	if n != 3 || !errors.Is(err, ENOSPC) {
+		t.Fatalf("short write: n=%d err=%v", n, err)
+	}
+	short = false
+	f.Sync()
+	if got := readAll(t, base, "/d/f"); got != "abc" {
+		t.Fatalf("persisted %q", got)
+	}
+	g, _ := fs.Open("/d/f")
+	if _, err := io.ReadAll(g); !errors.Is(err, EIO) {
+		t.Fatalf("read: %v", err)
+	}
+	if _, err := g.ReadAt(make([]byte, 1), 0); !errors.Is(err, EIO) {
+		t.Fatalf("read at: %v", err)
+	}
+}
