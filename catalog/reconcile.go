@@ -19,8 +19,9 @@ type Source interface {
 
 // ReconcileStats says what Reconcile changed.
 type ReconcileStats struct {
-	Added   int // live stored publications the catalog missed
-	Deleted int // catalogued publications the store does not hold
+	Added     int // live stored publications the catalog missed
+	Rewritten int // live stored publications written again (unsynced catalog)
+	Deleted   int // catalogued publications the store does not hold
 }
 
 // Reconcile makes the catalog agree with src, the store it catalogues.
@@ -39,6 +40,13 @@ func (c *Catalog) Reconcile(ctx context.Context, src Source) (ReconcileStats, er
 	asOf, err := src.ScanPublications(ctx, func(p *subscriptions.Publication) error {
 		pid := p.Pid()
 		stored[pid] = true
+		if !c.synced {
+			if err := c.Add(p); err != nil {
+				return fmt.Errorf("catalog: adding %s: %w", pid, err)
+			}
+			st.Rewritten++
+			return nil
+		}
 		_, err := c.t.Get(pid)
 		switch {
 		case err == nil:

@@ -41,17 +41,18 @@ func TestReconcileMatchesOracle(t *testing.T) {
 	for _, s := range []secondary.Strategy{secondary.Composite, secondary.Embedded, secondary.Eager} {
 		t.Run(string(s), func(t *testing.T) {
 			for seed := range uint64(3) {
-				checkReconcile(t, s, seed)
+				checkReconcile(t, s, seed, true)
+				checkReconcile(t, s, seed, false)
 			}
 		})
 	}
 }
 
-func checkReconcile(t *testing.T, s secondary.Strategy, seed uint64) {
+func checkReconcile(t *testing.T, s secondary.Strategy, seed uint64, synced bool) {
 	rng := rand.New(rand.NewPCG(seed, 11))
 	var now atomic.Int64
 	now.Store(1e18)
-	cfg := Config{Indexes: []Index{{AttrUID, s}, {"category", s}, {AttrTp, s}}, Now: now.Load}
+	cfg := Config{Indexes: []Index{{AttrUID, s}, {"category", s}, {AttrTp, s}}, Now: now.Load, Sync: synced}
 	c, err := Open(t.TempDir(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -95,29 +96,37 @@ func checkReconcile(t *testing.T, s secondary.Strategy, seed uint64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	added, deleted := 0, 0
+	added, deleted, rewritten := 0, 0, 0
 	for _, p := range all {
 		_, err := c.t.Get(p.Pid())
 		has := err == nil
 		if err != nil && !errors.Is(err, secondary.ErrNotFound) {
 			t.Fatal(err)
 		}
-		w, live := want[p.Pid()]
-		if live && has != w {
+		w, unexpired := want[p.Pid()]
+		if unexpired && has != w {
 			t.Fatalf("seed %d: %s (tp %d, stored %v, catalogued %v): in the catalog %v after Reconcile, want %v", seed, p.Pid(), p.Tp, w, catalogued[p.Pid()], has, w)
 		}
-		if !live && has {
+		if !unexpired && has {
 			t.Fatalf("seed %d: expired %s still catalogued", seed, p.Pid())
 		}
 		if has && !catalogued[p.Pid()] {
 			added++
 		}
+		if p.Tp < src.asOf && want[p.Pid()] {
+			rewritten++
+		}
 		if !has && catalogued[p.Pid()] {
 			deleted++
 		}
 	}
-	if stats.Added != added || stats.Deleted != deleted {
-		t.Fatalf("seed %d: stats %+v, want %d added and %d deleted", seed, stats, added, deleted)
+	wantStats := ReconcileStats{Added: added, Deleted: deleted}
+	if !synced {
+		// Every live stored publication is written again.
+		wantStats = ReconcileStats{Rewritten: rewritten, Deleted: deleted}
+	}
+	if stats != wantStats {
+		t.Fatalf("seed %d, synced %v: stats %+v, want %+v", seed, synced, stats, wantStats)
 	}
 	if added == 0 || deleted == 0 {
 		t.Fatalf("seed %d: nothing to reconcile (%d added, %d deleted): the test checks nothing", seed, added, deleted)
@@ -139,9 +148,13 @@ func checkReconcile(t *testing.T, s secondary.Strategy, seed uint64) {
 			t.Fatalf("seed %d: uid %s: query %v, oracle %v", seed, uid, pids(got), w)
 		}
 	}
-	// A second run has nothing left to do.
-	if again, err := c.Reconcile(context.Background(), src); err != nil || again != (ReconcileStats{}) {
-		t.Fatalf("seed %d: second Reconcile: %+v, %v", seed, again, err)
+	// A second run has nothing left to do but the rewrite.
+	wantStats = ReconcileStats{}
+	if !synced {
+		wantStats.Rewritten = rewritten
+	}
+	if again, err := c.Reconcile(context.Background(), src); err != nil || again != wantStats {
+		t.Fatalf("seed %d, synced %v: second Reconcile: %+v, %v", seed, synced, again, err)
 	}
 }
 
