@@ -440,6 +440,17 @@ func crashVerify(t *testing.T, p *brokerProc, rec *crashRecord, round int, befor
 		default:
 		}
 	}
+	// The reader writes the maps: read them under mu.
+	get := func(id string) map[string]any {
+		mu.Lock()
+		defer mu.Unlock()
+		return replies[id]
+	}
+	notesOf := func(sid string) []map[string]any {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(notes[sid])
+	}
 	c := crashDial(t, p.addr, handle)
 	defer c.close()
 	waitUntil := func(what string, cond func() bool) {
@@ -471,7 +482,7 @@ func crashVerify(t *testing.T, p *brokerProc, rec *crashRecord, round int, befor
 	id := fmt.Sprint("v", round, "-stamp")
 	send(map[string]any{"id": id, "op": "publish", "uid": "v", "cell": "9", "expires": "1h"})
 	waitUntil("a publish", func() bool { return replies[id] != nil })
-	if tp := stamp(t, replies[id], "tp"); tp <= rec.maxStamp || tp <= before {
+	if tp := stamp(t, get(id), "tp"); tp <= rec.maxStamp || tp <= before {
 		t.Fatalf("round %d: first stamp after the restart %d is not above %d, the latest before", round, tp, rec.maxStamp)
 	}
 
@@ -490,7 +501,7 @@ func crashVerify(t *testing.T, p *brokerProc, rec *crashRecord, round int, befor
 		past, query := fmt.Sprint("v", round, "-past-", r), fmt.Sprint("v", round, "-query-", r)
 		waitUntil("past results and queries", func() bool { return replies[past] != nil && replies[query] != nil })
 		for _, pair := range []struct{ id, op string }{{past, "subscribed"}, {query, "results"}} {
-			m := replies[pair.id]
+			m := get(pair.id)
 			if m["op"] != pair.op {
 				t.Fatalf("round %d: %s answered %v", round, pair.id, m)
 			}
@@ -525,7 +536,7 @@ func crashVerify(t *testing.T, p *brokerProc, rec *crashRecord, round int, befor
 	for _, s := range check {
 		rid := "resume-" + s.sid
 		waitUntil("a resume", func() bool { return replies[rid] != nil })
-		m := replies[rid]
+		m := get(rid)
 		if s.cancelled {
 			if m["op"] != "error" || m["code"] != "not_found" {
 				t.Fatalf("round %d: subscription %s, cancelled with an acknowledgement, answered %v to resume", round, s.sid, m)
@@ -540,7 +551,7 @@ func crashVerify(t *testing.T, p *brokerProc, rec *crashRecord, round int, befor
 		waitUntil("replayed notifications", func() bool { return len(notes[s.sid]) >= n })
 		got := map[string]bool{}
 		last := int64(0)
-		for _, note := range notes[s.sid][:n] {
+		for _, note := range notesOf(s.sid)[:n] {
 			pub, _ := note["publication"].(map[string]any)
 			fseq, _ := note["seq"].(float64)
 			seq := int64(fseq)
