@@ -191,6 +191,11 @@ func Start(cfg Config) (_ *Broker, err error) {
 	if err := b.openCatalog(); err != nil {
 		return nil, err
 	}
+	if b.catalog != nil {
+		if _, err := b.catalog.Reconcile(context.Background(), b.store); err != nil {
+			return nil, fmt.Errorf("reconciling the catalog with the store: %w", err)
+		}
+	}
 	if err := b.connectNATS(verifier); err != nil {
 		return nil, err
 	}

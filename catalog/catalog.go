@@ -82,6 +82,7 @@ type Catalog struct {
 	t       *secondary.Table
 	types   map[string]secondary.Type // indexed attribute → its type
 	now     func() int64
+	synced  bool // Config.Sync
 	log     *slog.Logger
 	stop    chan struct{}
 	done    chan struct{}
@@ -109,7 +110,7 @@ func column(attr string) string {
 
 // Open opens (or creates) a catalog in dir.
 func Open(dir string, cfg Config) (*Catalog, error) {
-	c := &Catalog{types: map[string]secondary.Type{}, now: cfg.Now, log: cfg.Log, stop: make(chan struct{}), done: make(chan struct{})}
+	c := &Catalog{types: map[string]secondary.Type{}, now: cfg.Now, synced: cfg.Sync, log: cfg.Log, stop: make(chan struct{}), done: make(chan struct{})}
 	if c.now == nil {
 		c.now = func() int64 { return time.Now().UnixNano() }
 	}

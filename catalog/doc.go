@@ -16,4 +16,10 @@
 // expires: a janitor deletes expired rows every second through an index
 // on the expiry, and queries never return a publication past its expiry
 // even before the janitor gets to it.
+//
+// The catalog is written after the store, so a crash can leave them apart:
+// a stored (even acknowledged) publication not catalogued, or a row whose
+// store write never became durable. Reconcile, run once after both are
+// opened, scans the store's live publications (listdb.Store is a Source)
+// and mends the catalog both ways.
 package catalog

@@ -28,3 +28,5 @@ func BenchmarkPubHeavySelfJoin(b *testing.B) {
 
 // go test ./dualdb -run TestRSS -store.rss=10000000 -timeout 60m
 func TestRSS(t *testing.T) { storetest.RSS(t, Open) }
+
+func TestScanPublications(t *testing.T) { storetest.ScanPublications(t, Open) }

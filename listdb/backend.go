@@ -26,10 +26,15 @@ type Append struct {
 }
 
 // A Commit says where an Append's writes end in the log of the engine
-// that took them, for Wait.
+// that took them, for Wait. A backend of several engines also notes in
+// Read where the other engine's log ended when the writes were applied:
+// the operation may have read anything up to there, and must not be
+// answered before that is as durable as its own write (with one engine
+// the log is a prefix and Pos covers it).
 type Commit struct {
 	Engine int
 	Pos    lsm.WALPos
+	Read   lsm.WALPos
 }
 
 // Backend is where the lists live.

@@ -17,7 +17,8 @@
 // scans, then waits for the engine's WAL (Config.Durability: fsynced by
 // default, or written to the OS), so concurrent operations share one
 // fsync and none holds the lock while the disk works. The log is a
-// prefix: whatever an operation read was durable before its own write.
+// prefix: whatever an operation read was durable before its own write
+// (a backend of two engines makes it so with Commit.Read: see twodb).
 //
 // Lock order: Store.mu, then inflight.mu; the engine's locks (package lsm)
 // are taken under either. Store.mu is held across a synced metadata write

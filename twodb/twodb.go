@@ -3,10 +3,12 @@ package twodb
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/seed84792017/cellcast/listdb"
 	"github.com/seed84792017/cellcast/lsm"
 	"github.com/seed84792017/cellcast/lsm/vfs"
+	"github.com/seed84792017/cellcast/subscriptions"
 )
 
 // Open opens (or creates) a TwoDB store: dir/pubs and dir/subs, each with
@@ -31,7 +33,14 @@ func Open(dir string, cfg listdb.Config, opts *lsm.Options) (*listdb.Store, erro
 	return st, nil
 }
 
-type backend struct{ pubs, subs *lsm.DB }
+type backend struct {
+	pubs, subs *lsm.DB
+	// mu guards last: where each engine's log ended after the latest
+	// Append to it (the store calls Append under its own lock, in stamp
+	// order, so last covers every record applied before the next one).
+	mu   sync.Mutex
+	last [2]lsm.WALPos
+}
 
 func (b *backend) db(l listdb.List) *lsm.DB {
 	if l == listdb.Pubs {
@@ -43,7 +52,10 @@ func (b *backend) db(l listdb.List) *lsm.DB {
 // Append writes to the engine of the appends' list. Every operation
 // writes one list only, so one engine and one commit: the two engines
 // never hold halves of one acknowledged write. (The store's metadata, in
-// the pubs engine, is synced before any record that relies on it.)
+// the pubs engine, is synced before any record that relies on it.) The
+// commit also notes, in Read, where the other engine's log ends: the
+// operation's scan may have read records there that are applied but not
+// yet durable, and Wait makes them durable before the answer.
 func (b *backend) Append(appends []listdb.Append) (listdb.Commit, error) {
 	if len(appends) == 0 {
 		return listdb.Commit{}, nil
@@ -58,12 +70,26 @@ func (b *backend) Append(appends []listdb.Append) (listdb.Commit, error) {
 			return listdb.Commit{}, err
 		}
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	pos, err := b.db(l).ApplyNoSyncWait(batch)
-	return listdb.Commit{Engine: int(l), Pos: pos}, err
+	if err != nil {
+		return listdb.Commit{}, err
+	}
+	b.last[l] = pos
+	return listdb.Commit{Engine: int(l), Pos: pos, Read: b.last[1-l]}, nil
 }
 
+// Wait makes the commit's own write durable, then what the other engine
+// held when it was applied (an earlier operation's write, which this one
+// may have read and reported). Both waits join their engine's group
+// commit.
 func (b *backend) Wait(c listdb.Commit, sync bool) error {
-	return b.db(listdb.List(c.Engine)).WaitWAL(c.Pos, sync)
+	l := listdb.List(c.Engine)
+	if err := b.db(l).WaitWAL(c.Pos, sync); err != nil {
+		return err
+	}
+	return b.db(1-l).WaitWAL(c.Read, sync)
 }
 
 func (b *backend) Visit(cell, subtreeEnd []byte, lists listdb.Lists, filters []lsm.BlockPropertyFilter, fn func(listdb.List, *lsm.Fragment) lsm.VisitDecision) error {
@@ -101,3 +127,28 @@ func (b *backend) Metrics() []*lsm.Metrics {
 	return []*lsm.Metrics{b.pubs.Metrics(), b.subs.Metrics()}
 }
 func (b *backend) Close() error { return errors.Join(b.pubs.Close(), b.subs.Close()) }
+
+// ScanList implements listdb.ListScanner: both namespaces' keys in l's
+// engine (the metadata beside the publications has keys of its own).
+func (b *backend) ScanList(l listdb.List, fn func(cell, list []byte) error) error {
+	for _, ns := range []subscriptions.Namespace{subscriptions.NSCell, subscriptions.NSTopic} {
+		it, err := b.db(l).NewIter(&lsm.IterOptions{LowerBound: []byte{byte(ns)}, UpperBound: []byte{byte(ns) + 1}})
+		if err != nil {
+			return err
+		}
+		for ok := it.First(); ok; ok = it.Next() {
+			if err := fn(it.Key(), it.Value()); err != nil {
+				it.Close()
+				return err
+			}
+		}
+		err = it.Error()
+		if cerr := it.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -27,3 +27,5 @@ func BenchmarkPubHeavySelfJoin(b *testing.B) {
 }
 
 func TestRSS(t *testing.T) { storetest.RSS(t, Open) }
+
+func TestScanPublications(t *testing.T) { storetest.ScanPublications(t, Open) }
