@@ -5,5 +5,6 @@
 // transports share the request decoding, the location forms (Dewey cell,
 // lat/lng, topic), the limits, the auth checks and the metrics, and hand
 // operations to a delivery.Hub; the query op goes to the catalog of
-// publications (query.go).
+// publications (query.go). Replies over the reply budget come in pages,
+// pushed or pulled with a cursor (paging.go, cursors.go).
 package gateway
