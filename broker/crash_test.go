@@ -8,10 +8,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -137,11 +135,7 @@ func freeAddr(t *testing.T) string {
 func buildBroker(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "broker")
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		goBin = "go"
-	}
-	cmd := exec.Command(goBin, "build", "-o", bin, "./cmd/broker")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/broker")
 	cmd.Dir = ".."
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/broker: %v\n%s", err, out)

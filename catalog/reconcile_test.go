@@ -139,7 +139,7 @@ func checkReconcile(t *testing.T, s secondary.Strategy, seed uint64, synced bool
 	}
 	for u := range 5 {
 		uid := fmt.Sprint("u", u)
-		v := secondary.StringValue(uid)
+		v := String(uid)
 		got, err := c.Find(Query{Attr: AttrUID, Eq: &v, K: MaxK})
 		if err != nil {
 			t.Fatal(err)

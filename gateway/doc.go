@@ -6,7 +6,8 @@
 // location forms (Dewey cell, lat/lng, topic), the limits, the auth checks
 // and the metrics, and hand operations to the core service (package
 // service), which owns the store, the delivery hub and the catalog. The
-// gateway never reaches storage itself.
+// gateway never reaches storage itself. Replies over the reply budget
+// come in pages, pushed or pulled with a cursor (paging.go, cursors.go).
 //
 // Locks, outermost first: the delivery hub's route lock, held while the
 // hub calls wsConn.Notify and Locator.EncodePublication, then the leaves

@@ -22,6 +22,9 @@ type Limits struct {
 	SendQueue        int           // notifications and replies queued per connection; default 16,384
 	SendQueueBytes   int           // and their bytes; default 8 MiB
 	WriteTimeout     time.Duration // default 10 s
+	// ReplyBudget bounds a reply in bytes: past results beyond it arrive
+	// in pages (paging.go); default 256 KiB.
+	ReplyBudget int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -45,6 +48,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.WriteTimeout == 0 {
 		l.WriteTimeout = 10 * time.Second
+	}
+	if l.ReplyBudget == 0 {
+		l.ReplyBudget = 256 << 10
 	}
 	return l
 }
@@ -77,12 +83,13 @@ type Gateway struct {
 	conns   map[*wsConn]struct{}
 	ops     sync.WaitGroup // requests being served
 	writers sync.WaitGroup // WebSocket writers still draining
+	cursors *cursorStore   // the pages of paged replies that clients pull
 }
 
 // New returns a gateway in front of cfg.Service.
 func New(cfg Config) *Gateway {
 	g := &Gateway{cfg: cfg, limits: cfg.Limits.withDefaults(), svc: cfg.Service, loc: cfg.Locator, log: cfg.Log, metrics: cfg.Metrics,
-		conns: map[*wsConn]struct{}{}}
+		conns: map[*wsConn]struct{}{}, cursors: newCursorStore(nil)}
 	if g.log == nil {
 		g.log = slog.Default()
 	}
@@ -143,7 +150,7 @@ func (g *Gateway) serveDecoded(ctx context.Context, s session, req *Request, e *
 	if g.metrics != nil {
 		op := req.Op
 		switch op {
-		case "subscribe", "publish", "unsubscribe", "resume", "query":
+		case "subscribe", "publish", "unsubscribe", "resume", "query", "page":
 		default:
 			op = "other"
 		}
@@ -179,10 +186,12 @@ func (g *Gateway) run(ctx context.Context, s session, req *Request) *Error {
 		err = g.resume(ctx, s, req)
 	case "query":
 		err = g.query(s, req)
+	case "page":
+		err = g.page(s, req)
 	case "":
 		return errorf(CodeBadRequest, "missing op")
 	default:
-		return errorf(CodeUnknownOp, "unknown op %q: use subscribe, publish, unsubscribe, resume or query", req.Op)
+		return errorf(CodeUnknownOp, "unknown op %q: use subscribe, publish, unsubscribe, resume, query or page", req.Op)
 	}
 	if err != nil {
 		e := codeOf(err)
@@ -214,8 +223,8 @@ func (g *Gateway) subscribe(ctx context.Context, s session, req *Request) error 
 		if res.Stored {
 			s.holds(sid)
 		}
-		s.reply(g.loc.withResults(encode(subscribedReply{ID: req.ID, Op: "subscribed", Sid: sid, Cell: res.Sub.Cell.String(),
-			Ts: FormatTime(res.Sub.Ts), ExpiresAt: FormatTime(res.Sub.Tmax), Live: res.Stored}), res.Past))
+		g.replyPaged(s, req, encode(subscribedReply{ID: req.ID, Op: "subscribed", Sid: sid, Cell: res.Sub.Cell.String(),
+			Ts: FormatTime(res.Sub.Ts), ExpiresAt: FormatTime(res.Sub.Tmax), Live: res.Stored}), "results", res.Past)
 	})
 }
 
@@ -233,7 +242,8 @@ func (g *Gateway) publish(ctx context.Context, s session, req *Request) error {
 		r := publishedReply{ID: req.ID, Op: "published", Pid: res.Pub.Pid(), Cell: res.Pub.Cell.String(),
 			Tp: FormatTime(res.Pub.Tp), ExpiresAt: FormatTime(res.Pub.Tmax), Matched: len(res.Matches)}
 		if req.SelfJoin {
-			r.Recent = g.loc.pubsJSON(res.Recent)
+			g.replyPaged(s, req, encode(r), "recent", res.Recent)
+			return
 		}
 		s.reply(encode(r))
 	})

@@ -39,6 +39,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if e == nil && op == "resume" {
 		e = errorf(CodeBadRequest, "resume needs a WebSocket or NATS client to push to")
 	}
+	if e == nil && req.Paging == pagingPush {
+		e = errorf(CodeBadRequest, "HTTP cannot push pages: paging is cursor here")
+	}
 	g.serveDecoded(r.Context(), s, req, e)
 	status := http.StatusOK
 	if s.err != "" {

@@ -63,7 +63,7 @@ func (g *Gateway) ServeNATS(nc *nats.Conn) (stop func() error, err error) {
 		stop()
 		return nil, err
 	}
-	for _, op := range []string{"publish", "subscribe", "unsubscribe", "resume", "query"} {
+	for _, op := range []string{"publish", "subscribe", "unsubscribe", "resume", "query", "page"} {
 		if err := handle(SubjectPrefix+op, func(m *nats.Msg) { g.serveNATS(sink, m, op, "") }); err != nil {
 			stop()
 			return nil, err
@@ -156,6 +156,22 @@ func (s *natsSession) reply(b []byte) {
 	if s.msg.Reply != "" {
 		s.out.nc.Publish(s.msg.Reply, b)
 	}
+}
+
+// replyAll publishes every page to the reply subject, in order.
+func (s *natsSession) replyAll(frames [][]byte) bool {
+	for _, b := range frames {
+		s.reply(b)
+	}
+	return true
+}
+
+// replyBudget keeps every reply under the server's max payload.
+func (s *natsSession) replyBudget(budget int) int {
+	if mp := int(s.out.nc.MaxPayload()); mp > 0 {
+		return max(1, min(budget, mp-natsHeadroom))
+	}
+	return budget
 }
 
 // natsSink publishes notifications to cellcast.notify.<uid>. NATS routes

@@ -97,6 +97,10 @@ type Request struct {
 	From *string `json:"from"`
 	To   *string `json:"to"`
 	K    *int    `json:"k"`
+	// Paging: push or cursor, how the pages of a paged reply after the
+	// first arrive (paging.go); Cursor: the page op's cursor.
+	Paging string `json:"paging"`
+	Cursor string `json:"cursor"`
 }
 
 // decodeRequest parses one request. A request whose id could be read gets
@@ -123,6 +127,9 @@ func decodeRequest(data []byte) (*Request, *Error) {
 	if !validID(req.ID) {
 		req.ID = nil
 		return req, errorf(CodeBadRequest, "id must be a string or a number")
+	}
+	if req.Paging != "" && req.Paging != pagingPush && req.Paging != pagingCursor {
+		return req, errorf(CodeBadRequest, "paging %q: push or cursor", req.Paging)
 	}
 	return req, nil
 }
@@ -290,26 +297,6 @@ func (l *Locator) EncodePublication(p *subscriptions.Publication) []byte {
 	return l.cache.get(p.Tp, render)
 }
 
-// withResults appends "results": the publications, as a JSON array, to
-// the encoded object obj.
-func (l *Locator) withResults(obj []byte, ps []subscriptions.Publication) []byte {
-	items := make([][]byte, len(ps))
-	for i := range ps {
-		items[i] = l.EncodePublication(&ps[i])
-	}
-	out := append(obj[:len(obj)-1:len(obj)-1], `,"results":`...)
-	out = append(out, joinJSON(items)...)
-	return append(out, '}')
-}
-
-func (l *Locator) pubsJSON(ps []subscriptions.Publication) []pubJSON {
-	out := make([]pubJSON, len(ps))
-	for i := range ps {
-		out[i] = l.pubJSON(&ps[i])
-	}
-	return out
-}
-
 // Notification frames are rendered around the publication's shared body:
 // prefix, sid, middle, seq, publicationKey, body, suffix. Sids hold only
 // [0-9a-z.t-], so they need no escaping.
@@ -343,7 +330,7 @@ type subscribedReply struct {
 	Ts        string          `json:"ts"`
 	ExpiresAt string          `json:"expires_at"`
 	Live      bool            `json:"live"` // false: no future window, nothing will follow
-	// Results are spliced in by withResults: encoding/json would re-scan
+	// Results are spliced in by replyPaged: encoding/json would re-scan
 	// a RawMessage of cached bodies, which cost more than encoding them.
 }
 
@@ -355,7 +342,7 @@ type publishedReply struct {
 	Tp        string          `json:"tp"`
 	ExpiresAt string          `json:"expires_at"`
 	Matched   int             `json:"matched"`
-	Recent    []pubJSON       `json:"recent,omitempty"`
+	// Recent, of a self-join publish, is spliced in by replyPaged.
 }
 
 type resultsReply struct {
@@ -363,7 +350,7 @@ type resultsReply struct {
 	Op    string          `json:"op"`
 	Attr  string          `json:"attr"`
 	Count int             `json:"count"`
-	// Results are spliced in by withResults, as for subscribedReply.
+	// Results are spliced in by replyPaged, as for subscribedReply.
 }
 
 type simpleReply struct {

@@ -45,6 +45,25 @@ func (q *sendQueue) push(f frame, room int) bool {
 	return true
 }
 
+// pushAll queues every frame of fs, in order, or none of them if they
+// would take the queue past room times its bounds.
+func (q *sendQueue) pushAll(fs []frame, room int) bool {
+	n := 0
+	for i := range fs {
+		n += len(fs[i].data)
+	}
+	q.mu.Lock()
+	if len(q.frames)+len(fs) > q.maxN*room || q.bytes+n > q.maxBytes*room {
+		q.mu.Unlock()
+		return false
+	}
+	q.frames = append(q.frames, fs...)
+	q.bytes += n
+	q.mu.Unlock()
+	q.kick()
+	return true
+}
+
 // low reports whether the queue holds at most half its bounds.
 func (q *sendQueue) low() bool {
 	q.mu.Lock()

@@ -147,8 +147,20 @@ func (c *wsConn) transport() string   { return "ws" }
 func (c *wsConn) uid() string         { return c.user }
 func (c *wsConn) sink() delivery.Sink { return c }
 func (c *wsConn) reply(b []byte)      { c.enqueue(frame{data: b}, roomReply) }
-func (c *wsConn) Lost(sid string)     { c.mu.Lock(); delete(c.sids, sid); c.mu.Unlock() }
-func (c *wsConn) holds(sid string)    { c.mu.Lock(); c.sids[sid] = struct{}{}; c.mu.Unlock() }
+func (c *wsConn) replyAll(data [][]byte) bool {
+	select {
+	case <-c.closed:
+		return true // nobody to page for
+	default:
+	}
+	fs := make([]frame, len(data))
+	for i, b := range data {
+		fs[i] = frame{data: b}
+	}
+	return c.q.pushAll(fs, roomReply)
+}
+func (c *wsConn) Lost(sid string)  { c.mu.Lock(); delete(c.sids, sid); c.mu.Unlock() }
+func (c *wsConn) holds(sid string) { c.mu.Lock(); c.sids[sid] = struct{}{}; c.mu.Unlock() }
 func (c *wsConn) admit() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -99,6 +99,7 @@ func run(args []string) int {
 	fs.IntVar(&c.Gateway.Burst, "burst", 4000, "request burst per WebSocket connection")
 	fs.IntVar(&c.Gateway.SendQueue, "send-queue", 16<<10, "messages queued per WebSocket connection; past it a subscription falls behind and catches up from the store once the client has read the queue down to half")
 	fs.IntVar(&c.Gateway.SendQueueBytes, "send-queue-bytes", 8<<20, "bytes queued per WebSocket connection, like --send-queue")
+	fs.IntVar(&c.Gateway.ReplyBudget, "reply-budget", 256<<10, "largest reply in bytes: past results, a self-join publish's recent and query results beyond it arrive in pages (on NATS also at most the server's max payload less 1 KiB)")
 	fs.DurationVar(&c.Gateway.WriteTimeout, "write-timeout", 10*time.Second, "how long a write to a client may stall before the client is cut as not reading")
 	fs.IntVar(&c.MaxBacklog, "max-backlog", 1_000_000, "notifications owed to subscribers and not yet handed to their connections; past it publishes are refused with overloaded")
 	backlogMiB := fs.Int64("max-backlog-mib", 256, "the same bound in MiB of publications and notifications")
@@ -130,8 +131,8 @@ func run(args []string) int {
 	}
 	c.CacheBytes = int64(*cacheMiB) << 20
 	c.MaxBacklogBytes = *backlogMiB << 20
-	if c.MaxBacklog <= 0 || c.MaxBacklogBytes <= 0 || c.Gateway.SendQueue <= 0 || c.Gateway.SendQueueBytes <= 0 || c.Gateway.WriteTimeout <= 0 {
-		fmt.Fprintln(os.Stderr, "broker: --max-backlog, --max-backlog-mib, --send-queue, --send-queue-bytes and --write-timeout must be positive")
+	if c.MaxBacklog <= 0 || c.MaxBacklogBytes <= 0 || c.Gateway.SendQueue <= 0 || c.Gateway.SendQueueBytes <= 0 || c.Gateway.WriteTimeout <= 0 || c.Gateway.ReplyBudget <= 0 {
+		fmt.Fprintln(os.Stderr, "broker: --max-backlog, --max-backlog-mib, --send-queue, --send-queue-bytes, --write-timeout and --reply-budget must be positive")
 		return 2
 	}
 	d, err := listdb.ParseDurability(*durability)
