@@ -30,6 +30,7 @@ import (
 	"github.com/seed84792017/cellcast/gateway"
 	"github.com/seed84792017/cellcast/listdb"
 	"github.com/seed84792017/cellcast/lsm"
+	"github.com/seed84792017/cellcast/lsm/vfs"
 	"github.com/seed84792017/cellcast/service"
 	"github.com/seed84792017/cellcast/subscriptions"
 	"github.com/seed84792017/cellcast/twodb"
@@ -62,6 +63,9 @@ type Config struct {
 	MaxBacklog      int
 	MaxBacklogBytes int64
 	Pprof           bool // serve /debug/pprof/ on the HTTP address
+	// FS is the store's file system; nil is the OS's. Tests inject disk
+	// faults through it (lsm/vfs).
+	FS vfs.FS
 	// Indexes are the catalog's "attr=strategy" list for the query op;
 	// default catalog.DefaultIndexes, "none" for no catalog.
 	Indexes string
@@ -227,7 +231,7 @@ func Start(cfg Config) (_ *Broker, err error) {
 
 func (b *Broker) openStore() error {
 	cfg := listdb.Config{Limits: b.cfg.Limits, Durability: b.cfg.Durability}
-	opts := &lsm.Options{BlockCacheSize: b.cfg.CacheBytes}
+	opts := &lsm.Options{BlockCacheSize: b.cfg.CacheBytes, FS: b.cfg.FS}
 	var err error
 	switch b.cfg.Storage {
 	case "dualdb":
@@ -383,6 +387,10 @@ func (b *Broker) routes(reg *prometheus.Registry) http.Handler {
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !b.ready.Load() || (b.nc != nil && !b.nc.IsConnected()) {
 			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		if err := b.svc.Err(); err != nil {
+			http.Error(w, "not ready: the store refuses writes (see the log): "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		w.Write([]byte("ready\n"))

@@ -9,13 +9,17 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
 
 	"github.com/seed84792017/cellcast/gateway"
+	"github.com/seed84792017/cellcast/lsm/vfs"
 )
 
 // start runs a broker on loopback ports chosen by the OS.
@@ -741,5 +745,62 @@ func TestHTTPHealthAndMetrics(t *testing.T) {
 	b.Shutdown(context.Background())
 	if _, err := http.Get(base + "/readyz"); err == nil {
 		t.Fatal("still serving after shutdown")
+	}
+}
+
+// TestDiskFailureTurnsReadyzAndLosesNothing: once the store's disk fails a
+// write, publishes fail with internal (not acknowledged), and keep failing
+// after the disk recovers (the error is sticky); /readyz answers 503, the
+// metric counts it, and every publication acknowledged before is still
+// served. Only the write that met the failure may be seen (its outcome is
+// unknown, as internal says); none after it is.
+func TestDiskFailureTurnsReadyzAndLosesNothing(t *testing.T) {
+	var failing atomic.Bool
+	fs := vfs.Inject(vfs.Default, func(op vfs.Op, path string) error {
+		if failing.Load() && (op == vfs.OpWrite || op == vfs.OpSync) && strings.HasSuffix(path, ".log") {
+			return syscall.EIO
+		}
+		return nil
+	})
+	b := start(t, Config{FS: fs, Indexes: "none"})
+	c := dial(t, b, nil)
+	var pids []string
+	for range 5 {
+		r := c.do(msg{"op": "publish", "uid": "p", "cell": "1.1", "expires": "5m"})
+		wantOp(t, r, "published")
+		pids = append(pids, r["pid"].(string))
+	}
+	failing.Store(true)
+	if r := c.do(msg{"op": "publish", "uid": "p", "cell": "1.1", "expires": "5m"}); r["code"] != "internal" {
+		t.Fatalf("publish on a failing disk: %v", r)
+	}
+	failing.Store(false) // the error is sticky all the same
+	for range 3 {
+		if r := c.do(msg{"op": "publish", "uid": "p", "cell": "1.1", "expires": "5m"}); r["code"] != "internal" {
+			t.Fatalf("publish after a disk failure: %v", r)
+		}
+	}
+	resp, err := http.Get("http://" + b.HTTPAddr() + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "refuses writes") {
+		t.Fatalf("readyz after a disk failure: %d %s", resp.StatusCode, body)
+	}
+	if m := metricsText(t, b); !strings.Contains(m, `cellcast_lsm_background_errors_total{db="dualdb"}`) ||
+		strings.Contains(m, `cellcast_lsm_background_errors_total{db="dualdb"} 0`) {
+		t.Fatal("the failure is not counted in cellcast_lsm_background_errors_total")
+	}
+	r := c.do(msg{"op": "subscribe", "uid": "s", "cell": "1", "past": "5m"})
+	got := pidsOf(results(r))
+	for _, pid := range pids {
+		if !slices.Contains(got, pid) {
+			t.Fatalf("acknowledged %s is missing after the failure: %v", pid, got)
+		}
+	}
+	if len(got) > len(pids)+1 {
+		t.Fatalf("%d publications served, %d acknowledged: writes refused after the failure reached the store", len(got), len(pids))
 	}
 }

@@ -15,7 +15,7 @@ type engineCollector struct {
 	store *listdb.Store
 	names []string // per engine: "dualdb", or "pubs" and "subs"
 
-	levelBytes, levelTables, compactBytes, flushBytes, wamp, cacheHit, memtable, stalls *prometheus.Desc
+	levelBytes, levelTables, compactBytes, flushBytes, wamp, cacheHit, memtable, stalls, bgErrors *prometheus.Desc
 }
 
 func newEngineCollector(store *listdb.Store, names []string) *engineCollector {
@@ -31,11 +31,12 @@ func newEngineCollector(store *listdb.Store, names []string) *engineCollector {
 		cacheHit:     d("block_cache_hit_ratio", "Block cache hits over lookups since start."),
 		memtable:     d("memtable_bytes", "Bytes in the memtables."),
 		stalls:       d("write_stalls_total", "Writes that waited for compaction."),
+		bgErrors:     d("background_errors_total", "Failed WAL writes, flushes, compactions and MANIFEST updates; above zero, the engine refuses writes until a restart."),
 	}
 }
 
 func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.levelBytes, c.levelTables, c.compactBytes, c.flushBytes, c.wamp, c.cacheHit, c.memtable, c.stalls} {
+	for _, d := range []*prometheus.Desc{c.levelBytes, c.levelTables, c.compactBytes, c.flushBytes, c.wamp, c.cacheHit, c.memtable, c.stalls, c.bgErrors} {
 		ch <- d
 	}
 }
@@ -59,6 +60,7 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.cacheHit, prometheus.GaugeValue, ratio, db)
 		ch <- prometheus.MustNewConstMetric(c.memtable, prometheus.GaugeValue, float64(m.MemTableSize), db)
 		ch <- prometheus.MustNewConstMetric(c.stalls, prometheus.CounterValue, float64(m.WriteStalls), db)
+		ch <- prometheus.MustNewConstMetric(c.bgErrors, prometheus.CounterValue, float64(m.BackgroundErrors), db)
 	}
 }
 

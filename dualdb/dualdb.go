@@ -92,6 +92,7 @@ func (b *backend) Meta() listdb.MetaStore            { return listdb.LSMMeta(b.d
 func (b *backend) Flush() error                      { return b.db.Flush() }
 func (b *backend) Compact(ctx context.Context) error { return b.db.Compact(ctx, nil, nil) }
 func (b *backend) Metrics() []*lsm.Metrics           { return []*lsm.Metrics{b.db.Metrics()} }
+func (b *backend) Err() error                        { return b.db.Err() }
 func (b *backend) Close() error                      { return b.db.Close() }
 
 // ScanList implements listdb.ListScanner: both namespaces' keys of list l,

@@ -54,6 +54,10 @@ type Backend interface {
 	Flush() error
 	Compact(ctx context.Context) error
 	Metrics() []*lsm.Metrics
+	// Err is nil while the engines take writes, and otherwise the first
+	// sticky write failure (lsm.DB.Err): writes are refused from then on,
+	// acknowledged ones are safe, and the fix is the disk and a restart.
+	Err() error
 	Close() error
 }
 

@@ -240,7 +240,13 @@ func (d *DB) WaitWAL(pos WALPos, sync bool) error {
 		return nil // an older log: a memtable switch synced and closed it
 	}
 	if err := log.waitFor(pos.off, sync); err != nil {
-		return fmt.Errorf("%w: WAL: %w", ErrWritesRefused, err)
+		// Sticky, as for a write that waits in Apply: no later batch may
+		// reach the memtable behind a WAL that lost an earlier one.
+		err = fmt.Errorf("WAL write: %w", err)
+		d.mu.Lock()
+		d.setBgErrLocked(err)
+		d.mu.Unlock()
+		return fmt.Errorf("%w: %w", ErrWritesRefused, err)
 	}
 	return nil
 }

@@ -78,15 +78,22 @@ func New(cfg Config) *Service {
 	return s
 }
 
-// expireRoutes drops the routes of ended subscriptions every second.
+// expireRoutes drops the routes of ended subscriptions every second, and
+// says once in the log when the store stops taking writes.
 func (s *Service) expireRoutes() {
 	defer s.janitor.Done()
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
+	told := false
 	for {
 		select {
 		case <-t.C:
 			s.hub.Expire(s.cfg.Store.Clock().Now())
+			if err := s.Err(); err != nil && !told {
+				told = true
+				s.log.Error("the store refuses writes from now on; every acknowledged write is safe on disk. "+
+					"Fix the cause (free disk space, replace a failing disk), then restart the broker: it replays its log and carries on", "err", err)
+			}
 		case <-s.stop:
 			return
 		}
@@ -167,6 +174,10 @@ func (s *Service) Query(q Query) ([]subscriptions.Publication, error) {
 	}
 	return c.Find(cq)
 }
+
+// Err is nil while the store takes writes, and otherwise its sticky
+// write failure (listdb.Backend.Err): the broker is then not ready.
+func (s *Service) Err() error { return s.cfg.Store.Backend().Err() }
 
 // Drain waits until every publication released so far is dispatched.
 func (s *Service) Drain() { s.hub.Drain() }

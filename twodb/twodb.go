@@ -126,6 +126,12 @@ func (b *backend) Compact(ctx context.Context) error {
 func (b *backend) Metrics() []*lsm.Metrics {
 	return []*lsm.Metrics{b.pubs.Metrics(), b.subs.Metrics()}
 }
+func (b *backend) Err() error {
+	if err := b.pubs.Err(); err != nil {
+		return err
+	}
+	return b.subs.Err()
+}
 func (b *backend) Close() error { return errors.Join(b.pubs.Close(), b.subs.Close()) }
 
 // ScanList implements listdb.ListScanner: both namespaces' keys in l's

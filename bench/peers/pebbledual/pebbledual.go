@@ -138,7 +138,10 @@ func (b *backend) Compact(ctx context.Context) error {
 	return b.db.Compact(ctx, nil, bytes.Repeat([]byte{0xff}, 64), true)
 }
 func (b *backend) Metrics() []*lsm.Metrics { return nil }
-func (b *backend) Close() error            { return b.db.Close() }
+
+// Err is always nil: Pebble reports a failed write to that write's caller.
+func (b *backend) Err() error   { return nil }
+func (b *backend) Close() error { return b.db.Close() }
 
 type meta struct{ db *pebble.DB }
 
