@@ -84,6 +84,8 @@ type reply struct {
 	Results   []struct {
 		Pid string `json:"pid"`
 	} `json:"results"`
+	// More: further pages of the results follow (docs/protocol.md).
+	More bool `json:"more"`
 }
 
 // task is an operation on its way, or a cut for a subscriber connection.

@@ -29,6 +29,7 @@ type wsConn struct {
 	mu      sync.Mutex
 	next    int
 	pending map[string]func(*reply)
+	pages   pages            // paged replies still arriving, under mu
 	last    map[string]int64 // sid → highest sequence number received
 	held    map[string]int64 // sid → end, the subscriptions made or resumed here
 	window  chan struct{}
@@ -260,6 +261,11 @@ func (c *wsConn) read(ws *websocket.Conn, done chan struct{}) {
 			continue
 		}
 		c.mu.Lock()
+		rep, whole := c.pages.add(rep)
+		if !whole {
+			c.mu.Unlock()
+			continue
+		}
 		cb := c.pending[rep.ID]
 		delete(c.pending, rep.ID)
 		c.mu.Unlock()

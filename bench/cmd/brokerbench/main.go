@@ -182,6 +182,8 @@ type reply struct {
 	} `json:"results"`
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// More: further pages of the results follow (docs/protocol.md).
+	More bool `json:"more"`
 }
 
 // client is one WebSocket connection with pipelined requests.
@@ -190,6 +192,7 @@ type client struct {
 	wmu    sync.Mutex
 	mu     sync.Mutex
 	wait   map[string]func(*reply)
+	paged  map[string]*reply // paged replies still arriving
 	next   int
 	window chan struct{}
 	done   chan struct{}
@@ -207,7 +210,7 @@ func dial(addr string) (*client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &client{ws: ws, wait: map[string]func(*reply){}, window: make(chan struct{}, *window), done: make(chan struct{})}
+	c := &client{ws: ws, wait: map[string]func(*reply){}, paged: map[string]*reply{}, window: make(chan struct{}, *window), done: make(chan struct{})}
 	go c.read()
 	return c, nil
 }
@@ -249,6 +252,10 @@ func (c *client) read() {
 			continue
 		}
 		c.mu.Lock()
+		if r2 = c.joinPages(r2); r2 == nil {
+			c.mu.Unlock()
+			continue
+		}
 		cb := c.wait[r2.ID]
 		delete(c.wait, r2.ID)
 		c.mu.Unlock()
@@ -259,6 +266,29 @@ func (c *client) read() {
 		<-c.window
 		cb(r2)
 	}
+}
+
+// joinPages holds a paged reply until its last page frame is in, and then
+// returns it with every page's results; nil while pages are still due.
+// c.mu is held.
+func (c *client) joinPages(r *reply) *reply {
+	if r.Op == "page" {
+		first := c.paged[r.ID]
+		if first == nil {
+			return r // nobody waits for it: reported as unexpected
+		}
+		first.Results = append(first.Results, r.Results...)
+		if r.More {
+			return nil
+		}
+		delete(c.paged, r.ID)
+		return first
+	}
+	if r.More {
+		c.paged[r.ID] = r
+		return nil
+	}
+	return r
 }
 
 // stampBytes is stamp without a string conversion.
@@ -295,8 +325,13 @@ func field(data []byte, key string) string {
 func parseReply(data []byte) (*reply, error) {
 	r := &reply{ID: field(data, "id"), Op: field(data, "op")}
 	switch r.Op {
-	case "subscribed", "published":
+	case "subscribed", "published", "page":
 		r.Sid, r.Pid, r.Cell, r.ExpiresAt = field(data, "sid"), field(data, "pid"), field(data, "cell"), field(data, "expires_at")
+		head := data
+		if i := bytes.Index(data, []byte(`"results":[`)); i >= 0 {
+			head = data[:i]
+		}
+		r.More = bytes.Contains(head, []byte(`"more":true`))
 		if i := bytes.Index(data, []byte(`"results":[`)); i >= 0 {
 			rest := data[i:]
 			for {
