@@ -6,7 +6,6 @@ import (
 
 	"github.com/seed84792017/cellcast/listdb"
 	"github.com/seed84792017/cellcast/lsm"
-	"github.com/seed84792017/cellcast/subscriptions"
 )
 
 // Open opens (or creates) a DualDB store in dir. opts tunes the lsm engine;
@@ -98,28 +97,10 @@ func (b *backend) Close() error                      { return b.db.Close() }
 // ScanList implements listdb.ListScanner: both namespaces' keys of list l,
 // in one iterator each over the DB.
 func (b *backend) ScanList(l listdb.List, fn func(cell, list []byte) error) error {
-	for _, ns := range []subscriptions.Namespace{subscriptions.NSCell, subscriptions.NSTopic} {
-		it, err := b.db.NewIter(&lsm.IterOptions{LowerBound: []byte{byte(ns)}, UpperBound: []byte{byte(ns) + 1}})
-		if err != nil {
-			return err
+	return listdb.ScanNamespaces(b.db, func(k, v []byte) error {
+		if len(k) < 2 || listdb.List(k[len(k)-1]) != l {
+			return nil
 		}
-		for ok := it.First(); ok; ok = it.Next() {
-			k := it.Key()
-			if len(k) < 2 || listdb.List(k[len(k)-1]) != l {
-				continue
-			}
-			if err := fn(k[:len(k)-1], it.Value()); err != nil {
-				it.Close()
-				return err
-			}
-		}
-		err = it.Error()
-		if cerr := it.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return fn(k[:len(k)-1], v)
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/seed84792017/cellcast/lsm"
 	"github.com/seed84792017/cellcast/subscriptions"
 )
 
@@ -67,4 +68,29 @@ func (st *Store) ScanPublications(ctx context.Context, fn func(*subscriptions.Pu
 		return ferr
 	})
 	return asOf, err
+}
+
+// ScanNamespaces calls fn with every key and value of db in the cell and
+// topic namespaces, in key order: the walk both layouts' ScanList make.
+func ScanNamespaces(db *lsm.DB, fn func(key, value []byte) error) error {
+	for _, ns := range []subscriptions.Namespace{subscriptions.NSCell, subscriptions.NSTopic} {
+		it, err := db.NewIter(&lsm.IterOptions{LowerBound: []byte{byte(ns)}, UpperBound: []byte{byte(ns) + 1}})
+		if err != nil {
+			return err
+		}
+		for ok := it.First(); ok; ok = it.Next() {
+			if err := fn(it.Key(), it.Value()); err != nil {
+				it.Close()
+				return err
+			}
+		}
+		err = it.Error()
+		if cerr := it.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/seed84792017/cellcast/listdb"
 	"github.com/seed84792017/cellcast/lsm"
 	"github.com/seed84792017/cellcast/lsm/vfs"
-	"github.com/seed84792017/cellcast/subscriptions"
 )
 
 // Open opens (or creates) a TwoDB store: dir/pubs and dir/subs, each with
@@ -137,24 +136,5 @@ func (b *backend) Close() error { return errors.Join(b.pubs.Close(), b.subs.Clos
 // ScanList implements listdb.ListScanner: both namespaces' keys in l's
 // engine (the metadata beside the publications has keys of its own).
 func (b *backend) ScanList(l listdb.List, fn func(cell, list []byte) error) error {
-	for _, ns := range []subscriptions.Namespace{subscriptions.NSCell, subscriptions.NSTopic} {
-		it, err := b.db(l).NewIter(&lsm.IterOptions{LowerBound: []byte{byte(ns)}, UpperBound: []byte{byte(ns) + 1}})
-		if err != nil {
-			return err
-		}
-		for ok := it.First(); ok; ok = it.Next() {
-			if err := fn(it.Key(), it.Value()); err != nil {
-				it.Close()
-				return err
-			}
-		}
-		err = it.Error()
-		if cerr := it.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return listdb.ScanNamespaces(b.db(l), fn)
 }
