@@ -74,9 +74,12 @@ func TestPublicationStormIsRefusedNotQueued(t *testing.T) {
 	body := func(rng *rand.Rand) string {
 		return fmt.Sprintf(`{"uid":"p","cell":"1.%d","expires":"5m","desc":"storm"}`, 1+rng.Intn(4))
 	}
-	var wg sync.WaitGroup
+	var wg, side sync.WaitGroup
 	errs := make(chan error, 16)
-	for w := range 3 { // WebSocket publishers, each pipelining its whole burst
+	// WebSocket publishers pipeline bursts until the HTTP and NATS ones,
+	// which send one request at a time, have each been refused a few times.
+	var sideDone atomic.Bool
+	for w := range 3 {
 		ws, _, err := websocketDial("ws://" + b.HTTPAddr() + "/ws")
 		if err != nil {
 			t.Fatal(err)
@@ -86,31 +89,40 @@ func TestPublicationStormIsRefusedNotQueued(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewSource(int64(w)))
-			const n = 300
-			for i := range n {
-				if err := ws.WriteMessage(1, []byte(strings.Replace(body(rng), "{", fmt.Sprintf(`{"id":"%d","op":"publish",`, i), 1))); err != nil {
-					errs <- err
-					return
+			const burst = 100
+			for i := 0; i < 100 && (i < 3 || !sideDone.Load()); i++ {
+				for j := range burst {
+					if err := ws.WriteMessage(1, []byte(strings.Replace(body(rng), "{", fmt.Sprintf(`{"id":"%d","op":"publish",`, j), 1))); err != nil {
+						errs <- err
+						return
+					}
 				}
-			}
-			for range n {
-				var m msg
-				if err := ws.ReadJSON(&m); err != nil {
-					errs <- err
-					return
-				}
-				if err := note("ws", m); err != nil {
-					errs <- err
-					return
+				for range burst {
+					var m msg
+					if err := ws.ReadJSON(&m); err != nil {
+						errs <- err
+						return
+					}
+					if err := note("ws", m); err != nil {
+						errs <- err
+						return
+					}
 				}
 			}
 		}()
 	}
-	wg.Add(1)
+	refusedOn := func(tr string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return refused[tr]
+	}
+	// enough: at least n requests, and refused a few times, within a cap.
+	enough := func(tr string, n int) bool { return n >= 2000 || (n >= 50 && refusedOn(tr) >= 3) }
+	side.Add(1)
 	go func() { // HTTP: 429 or 503 with Retry-After
-		defer wg.Done()
+		defer side.Done()
 		rng := rand.New(rand.NewSource(10))
-		for range 150 {
+		for n := 0; !enough("http", n); n++ {
 			resp, err := http.Post("http://"+b.HTTPAddr()+"/api/publish", "application/json", strings.NewReader(body(rng)))
 			if err != nil {
 				errs <- err
@@ -136,11 +148,11 @@ func TestPublicationStormIsRefusedNotQueued(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	wg.Add(1)
+	side.Add(1)
 	go func() { // NATS requests
-		defer wg.Done()
+		defer side.Done()
 		rng := rand.New(rand.NewSource(11))
-		for range 150 {
+		for n := 0; !enough("nats", n); n++ {
 			r, err := nc.Request("cellcast.publish", []byte(body(rng)), 10*time.Second)
 			var m msg
 			if err == nil {
@@ -155,6 +167,8 @@ func TestPublicationStormIsRefusedNotQueued(t *testing.T) {
 			}
 		}
 	}()
+	side.Wait()
+	sideDone.Store(true)
 	wg.Wait()
 	close(stop)
 	<-sampled

@@ -378,7 +378,7 @@ func encode(v any) []byte {
 }
 
 func errorFrame(id json.RawMessage, e *Error) []byte {
-	return encode(errorReply{ID: id, Op: "error", Code: e.Code, Message: e.Message, RetryAfterMs: e.RetryAfter.Milliseconds()})
+	return encode(errorReply{ID: id, Op: "error", Code: e.Code, Message: e.Message, RetryAfterMs: int64((e.RetryAfter + time.Millisecond - 1) / time.Millisecond)})
 }
 
 // SubjectSafe reports whether uid can be a NATS subject token.

@@ -288,7 +288,12 @@ func (c *wsConn) read() {
 			req, _ := decodeRequest(buf)
 			e := errorf(CodeOverloaded, "over %g requests per second; slow down", c.g.limits.Rate)
 			r := c.lim.Reserve() // only to learn when a token is due
-			e.RetryAfter = r.Delay()
+			// At least one token's time: a token may have come due
+			// between Allow and Reserve, but the client is over the rate.
+			e.RetryAfter = time.Duration(float64(time.Second) / c.g.limits.Rate)
+			if d := r.Delay(); d > e.RetryAfter {
+				e.RetryAfter = d
+			}
 			r.Cancel()
 			c.reply(errorFrame(req.ID, e))
 			c.count("other", CodeOverloaded)
