@@ -35,7 +35,17 @@ const retryAfter = 100 * time.Millisecond
 // backlog counts what stored publications still owe their subscribers,
 // from the store's answer to the dispatcher's hand-off: notifications and
 // an estimate of their bytes (the publication once, a notification each).
-type backlog struct{ n, bytes atomic.Int64 }
+// It also counts the publications admitted and not yet stored, whose
+// fan-out is not known yet: admit reckons each at the recent mean (before
+// the first publication, at every route), so a burst of concurrent
+// publishes (a client may have dozens in flight) cannot all slip under
+// the bound at once.
+type backlog struct {
+	n, bytes atomic.Int64
+	admitted atomic.Int64 // publications past admit, not yet stored
+	fanout   atomic.Int64 // mean matches of recent publications, a moving average ×16
+	known    atomic.Bool  // a publication has been stored: fanout means something
+}
 
 // notificationCost is the memory of one queued notification beyond the
 // publication's body: the Notification, the frame, the queue slot.
@@ -51,10 +61,23 @@ func cost(res *subscriptions.PublishResult) (n, bytes int64) {
 	return n, size + n*notificationCost
 }
 
-func (b *backlog) add(res *subscriptions.PublishResult) {
+// stored turns an admitted publication into what it owes (res nil: it
+// failed and owes nothing).
+func (b *backlog) stored(res *subscriptions.PublishResult) {
+	b.admitted.Add(-1)
+	if res == nil {
+		return
+	}
 	n, bytes := cost(res)
 	b.n.Add(n)
 	b.bytes.Add(bytes)
+	if b.known.CompareAndSwap(false, true) {
+		b.fanout.Store(16 * n)
+		return
+	}
+	// A racing update may be lost; the mean is only an estimate.
+	f := b.fanout.Load()
+	b.fanout.Store(f + n - f/16)
 }
 
 func (b *backlog) remove(res *subscriptions.PublishResult) {
@@ -63,12 +86,22 @@ func (b *backlog) remove(res *subscriptions.PublishResult) {
 	b.bytes.Add(-bytes)
 }
 
-// admit refuses a publication while the backlog is over either bound.
-// Publications already past this check may overshoot the bound by what
-// they match; the bound is what the hub holds before it says no.
+// admit refuses a publication while the backlog, with what the
+// publications admitted before it are likely to add, is over either
+// bound. Publications admitted at the same instant may still overshoot
+// the bound by what they match.
 func (h *Hub) admit() error {
-	n, bytes := h.backlog.n.Load(), h.backlog.bytes.Load()
-	if n < int64(h.cfg.MaxBacklog) && bytes < h.cfg.MaxBacklogBytes {
+	b := &h.backlog
+	n, bytes := b.n.Load(), b.bytes.Load()
+	fanout := b.fanout.Load() / 16
+	if !b.known.Load() {
+		h.mu.Lock()
+		fanout = int64(len(h.routes))
+		h.mu.Unlock()
+	}
+	ahead := b.admitted.Load() * fanout
+	if n+ahead < int64(h.cfg.MaxBacklog) && bytes+ahead*notificationCost < h.cfg.MaxBacklogBytes {
+		b.admitted.Add(1)
 		return nil
 	}
 	h.overloaded.Add(1)

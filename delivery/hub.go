@@ -259,10 +259,11 @@ func (h *Hub) Publish(ctx context.Context, req *subscriptions.PublishRequest, an
 	l := h.seq.beginPub()
 	res, err := h.cfg.Store.Publish(ctx, req)
 	if err != nil {
+		h.backlog.stored(nil)
 		h.seq.finish(l, nil)
 		return err
 	}
-	h.backlog.add(res)
+	h.backlog.stored(res)
 	answer(res)
 	h.seq.finish(l, res)
 	return nil

@@ -53,8 +53,8 @@ func (f *frame) size() int {
 		len(noteKey) + len(f.data) + len(noteSuffix)
 }
 
-// wsConn is one WebSocket client. Its reader serves requests one at a
-// time; its writer drains the bounded queue. Nothing blocks on a full
+// wsConn is one WebSocket client. Its reader serves requests in order,
+// several at a time (pipeline.go); its writer drains the bounded queue. Nothing blocks on a full
 // queue. A notification that does not fit is refused, and the hub skips
 // the subscription until the queue has drained to half, when the writer
 // has the hub replay what it missed from the store (Hub.CatchUp): a
@@ -246,7 +246,11 @@ func (c *wsConn) close(code int, reason string, drain bool) {
 }
 
 func (c *wsConn) read() {
+	p := newPipeline()
 	defer func() {
+		// The writer detaches the connection's subscriptions once
+		// readDone closes: no request may still be adding one.
+		p.wait()
 		close(c.readDone)
 		c.close(0, "", false) // the reader ended: hang up without a close frame
 	}()
@@ -278,7 +282,9 @@ func (c *wsConn) read() {
 			if _, err := io.Copy(io.Discard, r); err != nil {
 				return
 			}
-			c.reply(errorFrame(nil, errorf(CodeTooLarge, "request over %d bytes", max)))
+			p.run(c, func(_ context.Context, s session) {
+				s.reply(errorFrame(nil, errorf(CodeTooLarge, "request over %d bytes", max)))
+			})
 			c.count("other", CodeTooLarge)
 			continue
 		case err != nil:
@@ -295,11 +301,12 @@ func (c *wsConn) read() {
 				e.RetryAfter = d
 			}
 			r.Cancel()
-			c.reply(errorFrame(req.ID, e))
+			p.run(c, func(_ context.Context, s session) { s.reply(errorFrame(req.ID, e)) })
 			c.count("other", CodeOverloaded)
 			continue
 		}
-		c.g.serve(context.Background(), c, buf)
+		data := append([]byte(nil), buf...) // buf is read into again while data is served
+		p.run(c, func(ctx context.Context, s session) { c.g.serve(ctx, s, data) })
 	}
 }
 

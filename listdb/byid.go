@@ -24,6 +24,7 @@ func (st *Store) Unsubscribe(ctx context.Context, sid string) error {
 		c, err = st.write(Subs, keys, EncodeCancel(now, found.Ts, found.Tmax), now)
 	}
 	st.mu.Unlock()
+	subscriptions.Stamped(ctx)
 	if err != nil {
 		return err
 	}

@@ -177,7 +177,8 @@ func (st *Store) settle(c Commit) error {
 // outlives now, appends it to list, all under st.mu so records reach the
 // engine in stamp order. The caller settles the commit, outside st.mu,
 // before it answers. Unless it fails, the operation is in flight until the
-// caller calls st.cfg.inflight.end(now). A context cancelled once the
+// caller calls st.cfg.inflight.end(now). It tells ctx's subscriptions.
+// Stamped hook as it lets go of st.mu. A context cancelled once the
 // operation began no longer stops it: what is stored must be answered for
 // (and dispatched), whoever still listens.
 func (st *Store) stampAndStore(ctx context.Context, list List, build func(now int64) (subscriptions.Cell, int64, []byte, error)) (now int64, stored bool, c Commit, err error) {
@@ -200,6 +201,7 @@ func (st *Store) stampAndStore(ctx context.Context, list List, build func(now in
 		stored = err == nil
 	}
 	st.mu.Unlock()
+	subscriptions.Stamped(ctx)
 	if err != nil {
 		st.cfg.inflight.end(now)
 	}

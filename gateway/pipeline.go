@@ -1,0 +1,80 @@
+package gateway
+
+import (
+	"context"
+	"sync"
+
+	"github.com/seed84792017/cellcast/subscriptions"
+)
+
+// pipelineDepth bounds the requests of one WebSocket connection in flight
+// at once; past it the reader stops reading, and TCP pushes back.
+const pipelineDepth = 32
+
+// pipeline runs a WebSocket connection's requests several at a time and
+// still in order. Request N+1 starts once N has taken its stamp (the
+// store calls subscriptions.Stamped) or has finished, so the stamps keep
+// the order the client sent; each reply waits until the one before has
+// left, so the replies keep it too. What overlaps is the wait for the
+// disk: with every reply behind an fsynced WAL, a connection that sends
+// 32 requests at once shares one fsync among them instead of paying 32.
+//
+// Only the reader goroutine calls run.
+type pipeline struct {
+	slots chan struct{}  // one per request in flight
+	last  chan struct{}  // closed once the latest request has answered
+	wg    sync.WaitGroup // requests in flight
+}
+
+func newPipeline() *pipeline {
+	last := make(chan struct{})
+	close(last)
+	return &pipeline{slots: make(chan struct{}, pipelineDepth), last: last}
+}
+
+// run serves one request on its own goroutine: do with a session whose
+// replies keep their place. It returns once the request has its stamp or
+// is done.
+func (p *pipeline) run(c *wsConn, do func(ctx context.Context, s session)) {
+	p.slots <- struct{}{}
+	s := &orderedReplies{wsConn: c, prev: p.last}
+	done := make(chan struct{})
+	p.last = done
+	stamped := make(chan struct{})
+	var once sync.Once
+	mark := func() { once.Do(func() { close(stamped) }) }
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer func() { <-p.slots }()
+		defer mark()
+		do(subscriptions.WithStamped(context.Background(), mark), s)
+		s.turn() // a request that did not reply still keeps its place
+		close(done)
+	}()
+	<-stamped
+}
+
+// wait returns once every request has answered.
+func (p *pipeline) wait() { p.wg.Wait() }
+
+// orderedReplies is a connection as one pipelined request sees it: its
+// replies wait for the previous request's. Notifications do not: they go
+// to the connection itself (sink), and a subscription's route opens only
+// after its reply has been queued.
+type orderedReplies struct {
+	*wsConn
+	prev <-chan struct{}
+}
+
+func (o *orderedReplies) turn() { <-o.prev }
+
+func (o *orderedReplies) reply(b []byte) {
+	o.turn()
+	o.wsConn.reply(b)
+}
+
+func (o *orderedReplies) replyAll(frames [][]byte) bool {
+	o.turn()
+	return o.wsConn.replyAll(frames)
+}
