@@ -40,9 +40,9 @@ type walWriter struct {
 	waitMu     sync.Mutex // guards leading and leaderDone
 	leading    bool
 	leaderDone chan struct{}
-	kick            chan struct{}
-	done            chan struct{}
-	onError         func(error)
+	kick       chan struct{}
+	done       chan struct{}
+	onError    func(error)
 }
 
 func (d *DB) createWAL(num uint64) (*walWriter, error) {
