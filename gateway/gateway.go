@@ -237,7 +237,7 @@ func (g *Gateway) publish(ctx context.Context, s session, req *Request) error {
 	if err != nil {
 		return err
 	}
-	pr := &subscriptions.PublishRequest{Uid: uid, Cell: cell, Expires: req.Expires.get(), Desc: req.Desc, Attrs: req.Attrs, SelfJoin: req.SelfJoin}
+	pr := &subscriptions.PublishRequest{Uid: uid, Cell: cell, Expires: req.Expires.get(), Desc: req.Desc, Attrs: req.Attrs, SelfJoin: req.SelfJoin, At: req.point()}
 	return g.svc.Publish(ctx, pr, func(res *subscriptions.PublishResult) {
 		r := publishedReply{ID: req.ID, Op: "published", Pid: res.Pub.Pid(), Cell: res.Pub.Cell.String(),
 			Tp: FormatTime(res.Pub.Tp), ExpiresAt: FormatTime(res.Pub.Tmax), Matched: len(res.Matches)}
