@@ -69,7 +69,10 @@ type Config struct {
 	// Indexes are the catalog's "attr=strategy" list for the query op;
 	// default catalog.DefaultIndexes, "none" for no catalog.
 	Indexes string
-	Log     *slog.Logger
+	// AllowedOrigins are the web origins, besides the broker's own, whose
+	// pages may open a WebSocket ("*" for any); default none.
+	AllowedOrigins []string
+	Log            *slog.Logger
 }
 
 // Broker is a running broker.
@@ -209,7 +212,8 @@ func Start(cfg Config) (_ *Broker, err error) {
 	// The service owns the store and the catalog from here on.
 	b.svc = service.New(service.Config{Store: b.store, Catalog: b.catalog, Encode: loc.EncodePublication,
 		MaxBacklog: cfg.MaxBacklog, MaxBacklogBytes: cfg.MaxBacklogBytes, Log: b.log})
-	b.gw = gateway.New(gateway.Config{Service: b.svc, Locator: loc, Auth: verifier, Limits: cfg.Gateway, Metrics: gateway.NewMetrics(reg), Log: b.log})
+	b.gw = gateway.New(gateway.Config{Service: b.svc, Locator: loc, Auth: verifier, Limits: cfg.Gateway, Metrics: gateway.NewMetrics(reg), Log: b.log,
+		AllowedOrigins: cfg.AllowedOrigins})
 	registerService(reg, b.svc)
 	names := []string{"dualdb"}
 	if cfg.Storage == "twodb" {

@@ -91,8 +91,6 @@ type wsConn struct {
 	readDone chan struct{}
 }
 
-var upgrader = websocket.Upgrader{ReadBufferSize: 16 << 10, WriteBufferSize: 64 << 10}
-
 // ServeWS upgrades an HTTP request to a WebSocket client. With auth on,
 // the bearer token comes in the Authorization header or, for browsers,
 // which cannot set it, in the token query parameter.
@@ -118,7 +116,7 @@ func (g *Gateway) ServeWS(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
 		return
 	}
-	ws, err := upgrader.Upgrade(w, r, nil)
+	ws, err := g.upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		return // the upgrader has answered
 	}
