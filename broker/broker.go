@@ -25,6 +25,7 @@ import (
 
 	"github.com/seed84792017/cellcast/auth"
 	"github.com/seed84792017/cellcast/catalog"
+	"github.com/seed84792017/cellcast/demo"
 	"github.com/seed84792017/cellcast/dewey"
 	"github.com/seed84792017/cellcast/dualdb"
 	"github.com/seed84792017/cellcast/gateway"
@@ -400,6 +401,7 @@ func (b *Broker) routes(reg *prometheus.Registry) http.Handler {
 		w.Write([]byte("ready\n"))
 	})
 	mux.HandleFunc("POST /api/{op}", b.gw.ServeHTTP)
+	mux.Handle("/", demo.Handler()) // the demo page (docs/demo.md)
 	if b.cfg.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
