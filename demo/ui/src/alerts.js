@@ -35,38 +35,43 @@ export class Incidents {
 export class AlertPanel {
   constructor(list) {
     this.list = list;
-    // Every alert shown, duplicates too: the panel trusts self-join, so a
-    // publication told twice would be listed twice.
-    this.items = new Map(); // serial → {li, expires}
-    this.n = 0;
+    this.items = new Map(); // pid → {li, expires}
+    // Repeats the broker sent anyway: its self-join only looks at the
+    // user's earlier subscriptions in cells overlapping the new one, so a
+    // move to a neighbouring cell hears again what was published in a
+    // common ancestor (docs/demo.md). Counted, and not shown twice.
+    this.repeats = 0;
   }
 
-  // show appends one alert; me is where the viewer stands.
-  show(pub, me, live) {
+  // show appends one alert; at is where the viewer stood.
+  show(pub, at, live) {
+    if (this.items.has(pub.pid)) {
+      this.repeats++;
+      return;
+    }
     const w = where(pub);
     const li = document.createElement("li");
     li.dataset.pid = pub.pid;
     li.className = live ? "live" : "past";
-    const d = w ? distanceM(me.lat, me.lng, w.lat, w.lng) : NaN;
+    const d = w ? distanceM(at.lat, at.lng, w.lat, w.lng) : NaN;
     const time = new Date(pub.tp).toLocaleTimeString([], { hour12: false });
     const cat = pub.attrs?.category ?? "—";
     li.innerHTML = `<span class="t"></span> <b class="cat"></b> <span class="d"></span><div class="desc"></div>`;
     li.querySelector(".t").textContent = time + (live ? "" : " (past)");
     li.querySelector(".cat").textContent = cat;
-    li.querySelector(".cat").dataset.cat = cat;
     li.querySelector(".d").textContent = Number.isNaN(d) ? "" : d < 1000 ? `${Math.round(d)} m` : `${(d / 1000).toFixed(1)} km`;
     li.querySelector(".desc").textContent = pub.desc ?? "";
     this.list.append(li);
     this.list.scrollTop = this.list.scrollHeight;
-    this.items.set(this.n++, { li, expires: Date.parse(pub.expires_at) });
+    this.items.set(pub.pid, { li, expires: Date.parse(pub.expires_at) });
   }
 
   // expire removes the alerts of incidents that have expired.
   expire(now) {
-    for (const [k, it] of this.items) {
+    for (const [pid, it] of this.items) {
       if (it.expires <= now) {
         it.li.remove();
-        this.items.delete(k);
+        this.items.delete(pid);
       }
     }
   }

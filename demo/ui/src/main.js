@@ -144,9 +144,10 @@ async function main() {
     panel.expire(now);
     charts.poll();
     $("#status").textContent = `${sim.users.length} users · ${incidents.size} incidents · ${frames.length} fps · grid depth ${dm.gridDepth}`;
+    $("#repeats").textContent = panel.repeats ? `${panel.repeats} repeat(s) from the broker not shown again` : "";
   }, 1000);
 
-  window.demo = { dm, map: dm.map, incidents, sim, me, charts, setMe, publishAt, setUsers, setRate, fps: () => frames.length, conn };
+  window.demo = { dm, map: dm.map, incidents, sim, me, panel, charts, setMe, publishAt, setUsers, setRate, fps: () => frames.length, conn, readyAt: performance.now() };
   document.body.dataset.ready = "1";
 }
 
