@@ -283,7 +283,6 @@ func TestDemoInChromium(t *testing.T) {
 	// overlapping the new one; these two do not overlap, so it sends the
 	// incident again and the page drops it (docs/demo.md).
 	t.Logf("repeats the page dropped: %d", eval[int](t, ctx, `demo.panel.repeats`))
-	screenshot(t, ctx, "demo-alert.png")
 
 	expires, err := time.Parse(time.RFC3339Nano, rep["expires_at"].(string))
 	if err != nil {
@@ -304,12 +303,15 @@ func TestDemoInChromium(t *testing.T) {
 // demoShot takes the README's picture: New York City with moving users,
 // incidents and the viewer's alerts.
 func demoShot(t *testing.T, ctx context.Context, m me) {
-	do(t, ctx, `demo.map.setView([40.74, -73.95], 11), demo.setUsers(1000), demo.setRate(10)`)
+	do(t, ctx, `demo.map.setView([40.74, -73.95], 11), demo.setUsers(1000), demo.setRate(10), document.querySelector("#me-radius").value = "3000"`)
 	clickMap(t, ctx, 40.74, -73.99)
 	time.Sleep(8 * time.Second)
 	screenshot(t, ctx, "demo.png")
-	var b []byte
-	b, _ = json.Marshal(m)
+	do(t, ctx, `document.querySelector("#q-eq").value = "fire", document.querySelector("#query button").click()`)
+	time.Sleep(1500 * time.Millisecond)
+	do(t, ctx, `document.querySelector("aside").scrollTop = 1e6`)
+	screenshot(t, ctx, "demo-charts.png")
+	b, _ := json.Marshal(m)
 	t.Logf("screenshots written; me was %s", b)
 }
 

@@ -57,7 +57,7 @@ export class Charts {
       const box = document.createElement("div");
       box.className = "chart";
       el.append(box);
-      return new uPlot({ title: s.title, width: 300, height: 110, legend: { show: true }, cursor: { show: false },
+      return new uPlot({ title: s.title, width: 300, height: 110, legend: { live: false }, cursor: { show: false },
         axes: [{ show: false }, { size: 40, font: "10px system-ui" }],
         series: [{}, ...s.series.map(([label, stroke]) => ({ label, stroke, width: 1.5, points: { show: false } }))] }, this.data[i], box);
     });
