@@ -31,9 +31,10 @@ peers:
 	cd bench/peers && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 # The demo page in headless Chromium against a real broker (a nested module,
-# so the root one does not carry the browser driver). Needs the Debian
-# package chromium; .ci/run installs it.
+# so the root one does not carry the browser driver). Installs the Debian
+# package chromium when it is missing (as .ci/run does).
 browser: tools
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 	cd demo/browsertest && $(GO) vet ./... && $(TOOLS)/staticcheck ./... && $(GO) test -count=1 ./...
 
 # The demo page's bundle and map data, committed in demo/static so that the
