@@ -81,7 +81,7 @@ func run(args []string) int {
 	fs := flag.NewFlagSet("broker", flag.ContinueOnError)
 	var c broker.Config
 	fs.StringVar(&c.DataDir, "data", "./data", "directory of the store (created if missing)")
-	fs.StringVar(&c.HTTPAddr, "http", "127.0.0.1:8080", "address of the HTTP API, WebSocket /ws, /metrics, /healthz and /readyz")
+	fs.StringVar(&c.HTTPAddr, "http", "127.0.0.1:8080", "address of the HTTP API, WebSocket /ws, /metrics, /healthz, /readyz and the demo page /")
 	fs.StringVar(&c.NATSURL, "nats-url", "", "external NATS server URL; empty embeds one")
 	fs.StringVar(&c.NATSListen, "nats-listen", "127.0.0.1:4222", "client address of the embedded NATS server")
 	fs.StringVar(&c.NATSToken, "nats-token", "", "the broker's token for an external NATS server")
