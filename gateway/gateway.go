@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/seed84792017/cellcast/auth"
 	"github.com/seed84792017/cellcast/delivery"
 	"github.com/seed84792017/cellcast/service"
@@ -67,6 +69,9 @@ type Config struct {
 	Limits  Limits
 	Metrics *Metrics
 	Log     *slog.Logger
+	// AllowedOrigins are the origins of web pages, besides the broker's
+	// own, that may open a WebSocket ("https://example.org", or "*").
+	AllowedOrigins []string
 }
 
 // Gateway serves clients over WebSocket, NATS and HTTP.
@@ -77,6 +82,8 @@ type Gateway struct {
 	loc     *Locator
 	log     *slog.Logger
 	metrics *Metrics
+	// upgrader checks a WebSocket's origin (origin.go).
+	upgrader *websocket.Upgrader
 
 	mu      sync.Mutex
 	closing bool
@@ -89,7 +96,7 @@ type Gateway struct {
 // New returns a gateway in front of cfg.Service.
 func New(cfg Config) *Gateway {
 	g := &Gateway{cfg: cfg, limits: cfg.Limits.withDefaults(), svc: cfg.Service, loc: cfg.Locator, log: cfg.Log, metrics: cfg.Metrics,
-		conns: map[*wsConn]struct{}{}, cursors: newCursorStore(nil)}
+		conns: map[*wsConn]struct{}{}, cursors: newCursorStore(nil), upgrader: newUpgrader(cfg.AllowedOrigins)}
 	if g.log == nil {
 		g.log = slog.Default()
 	}
@@ -237,7 +244,7 @@ func (g *Gateway) publish(ctx context.Context, s session, req *Request) error {
 	if err != nil {
 		return err
 	}
-	pr := &subscriptions.PublishRequest{Uid: uid, Cell: cell, Expires: req.Expires.get(), Desc: req.Desc, Attrs: req.Attrs, SelfJoin: req.SelfJoin}
+	pr := &subscriptions.PublishRequest{Uid: uid, Cell: cell, Expires: req.Expires.get(), Desc: req.Desc, Attrs: req.Attrs, SelfJoin: req.SelfJoin, At: req.point()}
 	return g.svc.Publish(ctx, pr, func(res *subscriptions.PublishResult) {
 		r := publishedReply{ID: req.ID, Op: "published", Pid: res.Pub.Pid(), Cell: res.Pub.Cell.String(),
 			Tp: FormatTime(res.Pub.Tp), ExpiresAt: FormatTime(res.Pub.Tmax), Matched: len(res.Matches)}

@@ -90,13 +90,6 @@ type wsConn struct {
 	readDone chan struct{}
 }
 
-// The upgrader reads through the HTTP server's own 4 KiB buffer (a zero
-// ReadBufferSize) and takes a write buffer only while gorilla/websocket
-// writes a message itself, which the broker never asks it to: the writer
-// frames messages into pooled buffers (wswrite.go). An idle connection so
-// holds no buffer of its own.
-var upgrader = websocket.Upgrader{WriteBufferPool: &sync.Pool{}}
-
 // ServeWS upgrades an HTTP request to a WebSocket client. With auth on,
 // the bearer token comes in the Authorization header or, for browsers,
 // which cannot set it, in the token query parameter.
@@ -122,7 +115,7 @@ func (g *Gateway) ServeWS(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
 		return
 	}
-	ws, err := upgrader.Upgrade(w, r, nil)
+	ws, err := g.upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		return // the upgrader has answered
 	}

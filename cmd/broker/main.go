@@ -81,7 +81,7 @@ func run(args []string) int {
 	fs := flag.NewFlagSet("broker", flag.ContinueOnError)
 	var c broker.Config
 	fs.StringVar(&c.DataDir, "data", "./data", "directory of the store (created if missing)")
-	fs.StringVar(&c.HTTPAddr, "http", "127.0.0.1:8080", "address of the HTTP API, WebSocket /ws, /metrics, /healthz and /readyz")
+	fs.StringVar(&c.HTTPAddr, "http", "127.0.0.1:8080", "address of the HTTP API, WebSocket /ws, /metrics, /healthz, /readyz and the demo page /")
 	fs.StringVar(&c.NATSURL, "nats-url", "", "external NATS server URL; empty embeds one")
 	fs.StringVar(&c.NATSListen, "nats-listen", "127.0.0.1:4222", "client address of the embedded NATS server")
 	fs.StringVar(&c.NATSToken, "nats-token", "", "the broker's token for an external NATS server")
@@ -106,6 +106,7 @@ func run(args []string) int {
 	durability := fs.String("durability", "sync", "what a write has reached when it is acknowledged: sync (the WAL is fsynced: survives a crash of the process or the machine; concurrent requests share fsyncs) or os (the WAL is written to the OS: survives kill -9 of the broker, not an OS crash or power loss)")
 	legacySync := fs.Bool("sync", false, "same as --durability sync, the default (kept for old scripts)")
 	fs.StringVar(&c.Indexes, "index", catalog.DefaultIndexes, "the publication attributes the query op can search, as attr=strategy pairs: attr is uid, tp or an attrs key; strategy is embedded, eager, lazy, composite, deli or bloom-hierarchy (docs/secondary-indexes.md); none for no catalog")
+	origins := fs.String("allowed-origins", "", "comma-separated origins (scheme://host:port) whose web pages may open a WebSocket besides the broker's own; * for any")
 	fs.BoolVar(&c.Pprof, "pprof", false, "serve Go profiles at /debug/pprof/ on the HTTP address")
 	cacheMiB := fs.Int("cache-mib", 128, "block cache size in MiB")
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long a shutdown may take to drain clients")
@@ -128,6 +129,11 @@ func run(args []string) int {
 	default:
 		fmt.Fprintln(os.Stderr, "broker: --log-format: text or json")
 		return 2
+	}
+	for _, o := range strings.Split(*origins, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			c.AllowedOrigins = append(c.AllowedOrigins, o)
+		}
 	}
 	c.CacheBytes = int64(*cacheMiB) << 20
 	c.MaxBacklogBytes = *backlogMiB << 20
