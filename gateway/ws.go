@@ -138,7 +138,10 @@ func (g *Gateway) ServeWS(w http.ResponseWriter, r *http.Request) {
 	if g.metrics != nil {
 		g.metrics.Connections.WithLabelValues("ws").Inc()
 	}
-	c.read()
+	// A goroutine of its own, so that the HTTP server's request, response
+	// and write buffer, which its goroutine holds while the handler runs,
+	// go now.
+	go c.read()
 }
 
 func (c *wsConn) transport() string   { return "ws" }

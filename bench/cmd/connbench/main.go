@@ -35,6 +35,7 @@ var (
 	pubRate   = flag.Int("rate", 50, "publications per second in the busy phase, each reaching every connection")
 	busy      = flag.Duration("busy", 5*time.Second, "length of the busy phase")
 	sources   = flag.Int("sources", 16, "loopback source addresses the clients dial from")
+	hold      = flag.Duration("hold", 0, "keep the broker's connections idle this long before the busy phase, e.g. to take its profiles (it runs with --pprof)")
 )
 
 func main() {
@@ -183,7 +184,7 @@ func runBroker(bin, data string, n int) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	cmd := exec.Command(bin, "--data", data, "--http", httpAddr, "--nats-listen", natsAddr, "--log-level", "warn")
+	cmd := exec.Command(bin, "--data", data, "--http", httpAddr, "--nats-listen", natsAddr, "--log-level", "warn", "--pprof")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return result{}, err
@@ -255,6 +256,10 @@ func runBroker(bin, data string, n int) (result, error) {
 		return result{}, fmt.Errorf("%d connections: %w", n, err)
 	}
 	r.idle = settle(cmd.Process.Pid)
+	if *hold > 0 {
+		fmt.Fprintf(os.Stderr, "%d idle connections on http://%s/debug/pprof/ for %v\n", n, httpAddr, *hold)
+		time.Sleep(*hold)
+	}
 	pub, _, err := websocket.DefaultDialer.Dial("ws://"+httpAddr+"/ws", nil)
 	if err != nil {
 		return result{}, err
