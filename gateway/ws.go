@@ -68,11 +68,18 @@ func (f *frame) size() int {
 type wsConn struct {
 	g    *Gateway
 	conn net.Conn // gorilla/websocket does the handshake; the broker frames both ways itself
-	one  [1]byte  // what an idle reader waits on
-	sw   *stallWriter
-	user string
-	q    *sendQueue
-	lim  *rate.Limiter
+	fd   int32    // conn's descriptor, for the idle poller; -1: none
+	one  [1]byte  // what an idle reader waits on where it cannot park
+	// The reader's state, which outlives its goroutine while parked:
+	// the requests in flight, the message being joined, and when the
+	// client last sent anything.
+	pipe     *pipeline
+	msg      message
+	lastRead atomic.Int64
+	sw       *stallWriter
+	user     string
+	q        *sendQueue
+	lim      *rate.Limiter
 
 	mu   sync.Mutex
 	sids map[string]struct{}
@@ -120,10 +127,11 @@ func (g *Gateway) ServeWS(w http.ResponseWriter, r *http.Request) {
 		return // the upgrader has answered
 	}
 	raw := ws.NetConn()
-	c := &wsConn{g: g, conn: raw, sw: &stallWriter{conn: raw}, user: uid,
+	c := &wsConn{g: g, conn: raw, fd: socketFD(raw), sw: &stallWriter{conn: raw}, user: uid, pipe: newPipeline(), msg: message{max: 16 * g.limits.MaxFrame},
 		lim: rate.NewLimiter(rate.Limit(g.limits.Rate), g.limits.Burst), sids: map[string]struct{}{},
 		closed: make(chan struct{}), readDone: make(chan struct{})}
 	c.q = newSendQueue(g.limits.SendQueue, g.limits.SendQueueBytes, func() { go c.writer() })
+	c.lastRead.Store(time.Now().UnixNano())
 	c.pinger = time.AfterFunc(pingEvery, c.ping) // before anything may finish the connection
 	g.mu.Lock()
 	if g.closing {
@@ -142,7 +150,7 @@ func (g *Gateway) ServeWS(w http.ResponseWriter, r *http.Request) {
 	// A goroutine of its own, so that the HTTP server's request, response
 	// and write buffer, which its goroutine holds while the handler runs,
 	// go now.
-	go c.read()
+	go c.read(false)
 }
 
 func (c *wsConn) transport() string   { return "ws" }

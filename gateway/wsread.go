@@ -14,31 +14,33 @@ import (
 // connection holds none.
 var readBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
-// read serves the connection's requests until it ends. While nothing
-// waits it blocks on one byte, in the connection's own one-byte array;
-// then it borrows a buffer for what follows, serves every request whose
-// frames are complete, and gives the buffer back as soon as no frame is
-// left half read. An idle connection so costs its goroutine and no buffer.
-func (c *wsConn) read() {
-	p := newPipeline()
-	defer func() {
-		// The writer detaches the connection's subscriptions once
-		// readDone closes: no request may still be adding one.
-		p.wait()
-		close(c.readDone)
-		c.close(0, "", false) // the reader ended: hang up, without a close frame unless one is due
-	}()
-	// Messages up to 16× the limit are read and refused with an error;
-	// past that the connection closes (1009), so nobody streams endless
-	// data.
-	max := c.g.limits.MaxFrame
-	msg := message{max: 16 * max}
+// read serves the connection's requests. While nothing waits it parks
+// the connection with the idle poller and ends, and the poller runs read
+// again once bytes arrive; where it cannot park, it blocks on one byte in
+// the connection's own one-byte array. Either way, it borrows a buffer
+// for what follows, serves every request whose frames are complete, and
+// gives the buffer back as soon as no frame is left half read. An idle
+// connection so costs no buffer and, on Linux, no goroutine. woken says
+// the poller started this reader: bytes wait, so it reads before it may
+// park again.
+func (c *wsConn) read(woken bool) {
 	var rb readBuffer
-	defer rb.release()
+	parked := false
+	defer func() {
+		rb.release()
+		if !parked {
+			c.endReading()
+		}
+	}()
 	for {
-		c.conn.SetReadDeadline(time.Now().Add(pongWait))
 		if rb.empty() {
 			rb.release()
+			if !woken && idlePoller().park(c) {
+				parked = true
+				return
+			}
+			woken = false
+			c.conn.SetReadDeadline(time.Now().Add(pongWait))
 			if _, err := c.conn.Read(c.one[:]); err != nil {
 				return
 			}
@@ -46,10 +48,12 @@ func (c *wsConn) read() {
 		}
 		// A frame takes at least 6 bytes, so this read does not wait
 		// long: the client is sending.
+		c.conn.SetReadDeadline(time.Now().Add(pongWait))
 		n, err := c.conn.Read(rb.free())
 		rb.end += n
+		c.lastRead.Store(time.Now().UnixNano())
 		for {
-			f, used, need, perr := parseFrame(rb.data(), msg.max)
+			f, used, need, perr := parseFrame(rb.data(), c.msg.max)
 			if errors.Is(perr, errShort) {
 				rb.makeRoom(need)
 				break
@@ -58,7 +62,7 @@ func (c *wsConn) read() {
 				c.refuse(perr)
 				return
 			}
-			if !c.frame(p, &msg, f, max) {
+			if !c.frame(f) {
 				return
 			}
 			rb.start += used
@@ -67,6 +71,26 @@ func (c *wsConn) read() {
 			return
 		}
 	}
+}
+
+// endReading is the end of the connection's reading, for good.
+func (c *wsConn) endReading() {
+	// The writer detaches the connection's subscriptions once readDone
+	// closes: no request may still be adding one.
+	c.pipe.wait()
+	close(c.readDone)
+	c.close(0, "", false) // hang up, without a close frame unless one is due
+}
+
+// idleTooLong cuts a parked connection that sent nothing, not even a
+// pong, for pongWait: what the read deadline does for a blocked reader.
+// The pinger calls it.
+func (c *wsConn) idleTooLong() bool {
+	if time.Since(time.Unix(0, c.lastRead.Load())) < pongWait || !idlePoller().unpark(c) {
+		return false
+	}
+	c.endReading()
+	return true
 }
 
 // readBuffer holds what a reader has read and not yet parsed, in storage
@@ -133,7 +157,8 @@ func (b *readBuffer) releaseStore() {
 }
 
 // frame handles one parsed frame, reporting whether reading goes on.
-func (c *wsConn) frame(p *pipeline, msg *message, f wsFrame, max int) bool {
+func (c *wsConn) frame(f wsFrame) bool {
+	p, max := c.pipe, c.g.limits.MaxFrame
 	switch f.op {
 	case opPing:
 		c.control(websocket.PongMessage, append([]byte(nil), f.payload...))
@@ -150,7 +175,7 @@ func (c *wsConn) frame(p *pipeline, msg *message, f wsFrame, max int) bool {
 		c.close(code, "", true)
 		return false
 	}
-	m, err := msg.add(f)
+	m, err := c.msg.add(f)
 	if err != nil {
 		c.refuse(err)
 		return false

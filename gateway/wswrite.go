@@ -151,6 +151,9 @@ func (c *wsConn) finish(bw *bufio.Writer) {
 			c.write(bw, []frame{{op: websocket.CloseMessage, data: websocket.FormatCloseMessage(c.code, c.reason)}})
 		}
 	}
+	if idlePoller().unpark(c) {
+		c.endReading() // no reader runs to end it
+	}
 	c.conn.Close()
 	<-c.readDone
 	g.mu.Lock()
@@ -175,6 +178,9 @@ func (c *wsConn) ping() {
 	case <-c.closed:
 		return
 	default:
+	}
+	if c.idleTooLong() {
+		return
 	}
 	c.control(websocket.PingMessage, nil)
 	c.pinger.Reset(pingEvery)

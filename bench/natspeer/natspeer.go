@@ -94,7 +94,7 @@ type receiver struct {
 // decoding the whole JSON, so the two clients cost about the same.
 func (r *receiver) handle(m *nats.Msg) {
 	now := time.Now().UnixNano()
-	if bytes.Index(m.Data, pidKey) < 0 {
+	if !bytes.Contains(m.Data, pidKey) {
 		return
 	}
 	n := r.n.Add(1)
