@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -47,9 +49,31 @@ type Config struct {
 	NATSToken  string // the broker's own token for an external server
 	Storage    string // "dualdb" (default) or "twodb"
 	// Auth: either or both. Without any, the broker runs open, which it
-	// allows on loopback addresses only.
+	// allows only when every listener and the NATS connection stay on
+	// loopback. Both files are read again by Reload (SIGHUP).
 	TokensFile     string
 	HMACSecretFile string
+	// JWT checks: the required "iss" and "aud" (empty: not checked), the
+	// clock skew forgiven on "exp" and "nbf" (zero: none), and whether a
+	// JWT without "exp" is accepted (by default it is refused).
+	AuthIssuer, AuthAudience string
+	AuthLeeway               time.Duration
+	AuthAllowNoExpiry        bool
+	// TLSCert and TLSKey (PEM files) turn on TLS for HTTP and WebSocket
+	// and for the embedded NATS server's clients.
+	TLSCert, TLSKey string
+	// MetricsAddr serves /metrics and /debug/pprof/ on a listener of their
+	// own. Empty: on the HTTP address, but only if that is loopback or
+	// MetricsToken is set.
+	MetricsAddr string
+	// MetricsToken, when set, is required as a bearer token on /metrics
+	// and /debug/pprof/.
+	MetricsToken string
+	// NATSRequireIsolation refuses to start when an external NATS server
+	// lets a client without credentials read other users' replies or
+	// notifications (otherwise a warning).
+	NATSRequireIsolation bool
+	HTTP                 HTTPLimits
 	GeoDepth       int // quad tree depth of a lat/lng point; default 12
 	Limits         subscriptions.Limits
 	Gateway        gateway.Limits
@@ -85,6 +109,9 @@ type Broker struct {
 	stopNATS func() error
 	http     *http.Server
 	ln       net.Listener
+	metrics  *http.Server // nil when metrics share the HTTP listener
+	mln      net.Listener
+	auth     *auth.Swap // nil in open mode
 	ready    atomic.Bool
 	served   chan error
 }
@@ -111,19 +138,7 @@ func (c *Config) withDefaults() {
 	if c.Log == nil {
 		c.Log = slog.Default()
 	}
-}
-
-// loopback reports whether addr (host:port) only listens on loopback.
-func loopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	c.HTTP = c.HTTP.withDefaults()
 }
 
 func (c *Config) verifier() (auth.Verifier, error) {
@@ -140,6 +155,7 @@ func (c *Config) verifier() (auth.Verifier, error) {
 		if err != nil {
 			return nil, err
 		}
+		h.Issuer, h.Audience, h.Leeway, h.AllowNoExpiry = c.AuthIssuer, c.AuthAudience, c.AuthLeeway, c.AuthAllowNoExpiry
 		any = append(any, h)
 	}
 	if len(any) == 0 {
@@ -172,15 +188,21 @@ func Start(cfg Config) (_ *Broker, err error) {
 			b.abort()
 		}
 	}()
-	verifier, err := cfg.verifier()
+	v, err := cfg.verifier()
 	if err != nil {
 		return nil, err
 	}
-	if verifier == nil {
-		if !loopback(cfg.HTTPAddr) || (cfg.NATSURL == "" && !loopback(cfg.NATSListen)) {
-			return nil, errors.New("listening beyond loopback needs auth: give --auth-tokens or --auth-hmac-secret-file")
-		}
-		b.log.Warn("running without auth: any local client may act as any user (requests name their uid)")
+	if err := b.checkExposure(v); err != nil {
+		return nil, err
+	}
+	var verifier auth.Verifier // stays a nil interface in open mode
+	if v != nil {
+		b.auth = auth.NewSwap(v)
+		verifier = b.auth
+	}
+	tlsConf, err := cfg.tlsConfig()
+	if err != nil {
+		return nil, err
 	}
 	tree, err := dewey.NewQuadTree(dewey.NewYorkState, cfg.GeoDepth)
 	if err != nil {
@@ -200,7 +222,7 @@ func Start(cfg Config) (_ *Broker, err error) {
 			return nil, fmt.Errorf("reconciling the catalog with the store: %w", err)
 		}
 	}
-	if err := b.connectNATS(verifier); err != nil {
+	if err := b.connectNATS(verifier, tlsConf); err != nil {
 		return nil, err
 	}
 	reg := prometheus.NewRegistry()
@@ -219,13 +241,11 @@ func Start(cfg Config) (_ *Broker, err error) {
 	if b.stopNATS, err = b.gw.ServeNATS(b.nc); err != nil {
 		return nil, fmt.Errorf("nats subscriptions: %w", err)
 	}
-	if b.ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+	if err := b.listen(reg, tlsConf); err != nil {
 		return nil, err
 	}
-	b.http = &http.Server{Handler: b.routes(reg), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(b.log.Handler(), slog.LevelWarn)}
-	go func() { b.served <- b.http.Serve(b.ln) }()
 	b.ready.Store(true)
-	b.log.Info("broker ready", "http", b.ln.Addr().String(), "nats", b.NATSURL(), "storage", cfg.Storage, "data", cfg.DataDir, "auth", verifier != nil)
+	b.log.Info("broker ready", "http", b.ln.Addr().String(), "nats", b.NATSURL(), "storage", cfg.Storage, "data", cfg.DataDir, "auth", verifier != nil, "tls", tlsConf != nil)
 	return b, nil
 }
 
@@ -269,7 +289,7 @@ func (b *Broker) openCatalog() error {
 }
 
 // connectNATS embeds a server unless a URL is given, and connects.
-func (b *Broker) connectNATS(verifier auth.Verifier) error {
+func (b *Broker) connectNATS(verifier auth.Verifier, tlsConf *tls.Config) error {
 	opts := []nats.Option{nats.Name("cellcast-broker"), nats.MaxReconnects(-1),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { b.log.Warn("nats disconnected", "err", err) }),
 		nats.ReconnectHandler(func(nc *nats.Conn) { b.log.Info("nats reconnected", "url", nc.ConnectedUrl()) }),
@@ -292,6 +312,13 @@ func (b *Broker) connectNATS(verifier auth.Verifier) error {
 			return fmt.Errorf("nats %s: %w", b.cfg.NATSURL, err)
 		}
 		b.nc = nc
+		if found := probeIsolation(b.cfg.NATSURL, nil); len(found) > 0 {
+			msg := "the external NATS server does not isolate users: " + strings.Join(found, " ") + " (docs/security.md lists the permissions to give)"
+			if b.cfg.NATSRequireIsolation {
+				return errors.New(msg)
+			}
+			b.log.Warn(msg)
+		}
 		return nil
 	}
 	host, portStr, err := net.SplitHostPort(b.cfg.NATSListen)
@@ -308,7 +335,8 @@ func (b *Broker) connectNATS(verifier auth.Verifier) error {
 	secret := make([]byte, 24)
 	rand.Read(secret)
 	internal := hex.EncodeToString(secret)
-	sopts := &server.Options{ServerName: "cellcast", Host: host, Port: port, NoSigs: true, NoLog: true, MaxPayload: 1 << 20}
+	sopts := &server.Options{ServerName: "cellcast", Host: host, Port: port, NoSigs: true, NoLog: true, MaxPayload: 1 << 20,
+		MaxConn: b.cfg.HTTP.MaxConns, TLSConfig: tlsConf, TLSTimeout: 2}
 	if verifier != nil {
 		sopts.CustomClientAuthentication = &natsAuth{internal: internal, verifier: verifier}
 	}
@@ -330,38 +358,6 @@ func (b *Broker) connectNATS(verifier auth.Verifier) error {
 	return nil
 }
 
-// natsAuth admits the broker itself with every permission and clients
-// with a bearer token (as token or password) with the permissions a user
-// needs: publish and request on cellcast subjects, receive its own
-// notifications and request replies.
-type natsAuth struct {
-	internal string
-	verifier auth.Verifier
-}
-
-func (a *natsAuth) Check(c server.ClientAuthentication) bool {
-	o := c.GetOpts()
-	tok := o.Token
-	if tok == "" {
-		tok = o.Password
-	}
-	if tok == a.internal {
-		c.RegisterUser(&server.User{Username: "cellcast-broker"})
-		return true
-	}
-	uid, err := a.verifier.Verify(tok)
-	if err != nil || !gateway.SubjectSafe(uid) {
-		return false
-	}
-	c.RegisterUser(&server.User{Username: uid, Permissions: &server.Permissions{
-		Publish: &server.SubjectPermission{Allow: []string{gateway.SubjectPub + ".>",
-			gateway.SubjectPrefix + "publish", gateway.SubjectPrefix + "subscribe",
-			gateway.SubjectPrefix + "unsubscribe", gateway.SubjectPrefix + "resume", gateway.SubjectPrefix + "query"}},
-		Subscribe: &server.SubjectPermission{Allow: []string{gateway.SubjectNotify + "." + uid, "_INBOX.>"}},
-	}})
-	return true
-}
-
 // HTTPAddr is the address the HTTP server listens on.
 func (b *Broker) HTTPAddr() string { return b.ln.Addr().String() }
 
@@ -379,10 +375,9 @@ func (b *Broker) Store() *listdb.Store { return b.store }
 // Catalog is the broker's catalog of publications, nil when it keeps none.
 func (b *Broker) Catalog() *catalog.Catalog { return b.catalog }
 
-func (b *Broker) routes(reg *prometheus.Registry) http.Handler {
+func (b *Broker) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ws", b.gw.ServeWS)
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !b.ready.Load() || (b.nc != nil && !b.nc.IsConnected()) {
@@ -396,12 +391,25 @@ func (b *Broker) routes(reg *prometheus.Registry) http.Handler {
 		w.Write([]byte("ready\n"))
 	})
 	mux.HandleFunc("POST /api/{op}", b.gw.ServeHTTP)
-	if b.cfg.Pprof {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	}
 	return mux
+}
+
+// operatorRoutes are /metrics and, with Pprof, /debug/pprof/: behind the
+// metrics token when there is one.
+func (b *Broker) operatorRoutes(mux *http.ServeMux, reg *prometheus.Registry) {
+	h := http.NewServeMux()
+	h.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	if b.cfg.Pprof {
+		h.HandleFunc("/debug/pprof/", pprof.Index)
+		h.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		h.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	var guarded http.Handler = h
+	if b.cfg.MetricsToken != "" {
+		guarded = requireToken(b.cfg.MetricsToken, h)
+	}
+	mux.Handle("/metrics", guarded)
+	mux.Handle("/debug/", guarded)
 }
 
 // Shutdown stops taking work, lets every client's queue drain, and
@@ -412,6 +420,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	var errs []error
 	if b.http != nil {
 		errs = append(errs, b.http.Shutdown(ctx))
+	}
+	if b.metrics != nil {
+		errs = append(errs, b.metrics.Shutdown(ctx))
 	}
 	if b.stopNATS != nil {
 		errs = append(errs, b.stopNATS())
@@ -446,6 +457,9 @@ func (b *Broker) abort() {
 	if b.ln != nil {
 		b.ln.Close()
 	}
+	if b.mln != nil {
+		b.mln.Close()
+	}
 	if b.stopNATS != nil {
 		b.stopNATS()
 	}
@@ -473,6 +487,9 @@ func Run(ctx context.Context, cfg Config, grace time.Duration) error {
 	b, err := Start(cfg)
 	if err != nil {
 		return err
+	}
+	if b.auth != nil {
+		go b.reloadOnHUP(ctx)
 	}
 	select {
 	case <-ctx.Done():

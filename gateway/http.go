@@ -17,12 +17,12 @@ import (
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := &httpSession{}
 	if g.cfg.Auth != nil {
-		uid, err := g.cfg.Auth.Verify(auth.Bearer(r.Header.Get("Authorization")))
+		id, err := g.cfg.Auth.Verify(auth.Bearer(r.Header.Get("Authorization")))
 		if err != nil {
 			writeJSON(w, http.StatusUnauthorized, errorFrame(nil, &Error{Code: CodeUnauthorized, Message: err.Error()}))
 			return
 		}
-		s.user = uid
+		s.user = id.UID
 	}
 	body, err := readAtMost(http.MaxBytesReader(w, r.Body, int64(g.limits.MaxFrame)*16), nil, g.limits.MaxFrame)
 	if err != nil {

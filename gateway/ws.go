@@ -73,6 +73,7 @@ type wsConn struct {
 	bw   *bufio.Writer // over sw
 	sw   *stallWriter
 	user string
+	tok  string // the bearer token, checked again on reload (Reverify)
 	q    *sendQueue
 	lim  *rate.Limiter
 
@@ -97,20 +98,27 @@ var upgrader = websocket.Upgrader{ReadBufferSize: 16 << 10, WriteBufferSize: 64 
 // the bearer token comes in the Authorization header or, for browsers,
 // which cannot set it, in the token query parameter.
 func (g *Gateway) ServeWS(w http.ResponseWriter, r *http.Request) {
-	var uid string
+	var id auth.Identity
+	var tok string
 	if g.cfg.Auth != nil {
-		tok := auth.Bearer(r.Header.Get("Authorization"))
+		tok = auth.Bearer(r.Header.Get("Authorization"))
 		if tok == "" {
 			tok = r.URL.Query().Get("token")
 		}
 		var err error
-		if uid, err = g.cfg.Auth.Verify(tok); err != nil {
+		if id, err = g.cfg.Auth.Verify(tok); err != nil {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusUnauthorized)
 			w.Write(errorFrame(nil, &Error{Code: CodeUnauthorized, Message: err.Error()}))
 			return
 		}
 	}
+	uid := id.UID
+	if e := g.users.connect(uid); e != nil {
+		writeJSON(w, http.StatusTooManyRequests, errorFrame(nil, e))
+		return
+	}
+	defer g.users.disconnect(uid)
 	g.mu.Lock()
 	closing := g.closing
 	g.mu.Unlock()
@@ -118,18 +126,20 @@ func (g *Gateway) ServeWS(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
 		return
 	}
-	ws, err := upgrader.Upgrade(w, r, nil)
+	ws, raw, err := upgrade(&upgrader, w, r)
 	if err != nil {
 		return // the upgrader has answered
 	}
-	sw := &stallWriter{conn: ws.NetConn()}
-	c := &wsConn{g: g, ws: ws, sw: sw, bw: bufio.NewWriterSize(sw, 64<<10), user: uid, q: newSendQueue(g.limits.SendQueue, g.limits.SendQueueBytes),
+	sw := &stallWriter{conn: raw}
+	c := &wsConn{g: g, ws: ws, sw: sw, bw: bufio.NewWriterSize(sw, 64<<10), user: uid, tok: tok, q: newSendQueue(g.limits.SendQueue, g.limits.SendQueueBytes),
 		lim: rate.NewLimiter(rate.Limit(g.limits.Rate), g.limits.Burst), sids: map[string]struct{}{},
 		closed: make(chan struct{}), readDone: make(chan struct{})}
 	g.mu.Lock()
 	if g.closing {
 		g.mu.Unlock()
-		ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(closeGoingAway, "shutting down"), time.Now().Add(time.Second))
+		raw.SetWriteDeadline(time.Now().Add(time.Second))
+		writeFrame(c.bw, frame{op: websocket.CloseMessage, data: websocket.FormatCloseMessage(closeGoingAway, "shutting down")})
+		c.bw.Flush()
 		ws.Close()
 		return
 	}
@@ -140,6 +150,7 @@ func (g *Gateway) ServeWS(w http.ResponseWriter, r *http.Request) {
 		g.metrics.Connections.WithLabelValues("ws").Inc()
 	}
 	go c.writer()
+	defer c.expireAt(id.Expires)()
 	c.read()
 }
 
@@ -273,6 +284,7 @@ func (c *wsConn) read() {
 	for {
 		_, r, err := c.ws.NextReader()
 		if err != nil {
+			c.readFailed(err)
 			return
 		}
 		c.ws.SetReadDeadline(time.Now().Add(pongWait))
@@ -280,6 +292,7 @@ func (c *wsConn) read() {
 		switch {
 		case errors.Is(err, errTooLarge):
 			if _, err := io.Copy(io.Discard, r); err != nil {
+				c.readFailed(err)
 				return
 			}
 			p.run(c, func(_ context.Context, s session) {
@@ -288,6 +301,7 @@ func (c *wsConn) read() {
 			c.count("other", CodeTooLarge)
 			continue
 		case err != nil:
+			c.readFailed(err)
 			return
 		}
 		if !c.lim.Allow() {
