@@ -2,6 +2,8 @@ package broker
 
 import (
 	"fmt"
+	neturl "net/url"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -70,7 +72,15 @@ func probeIsolation(url string, tlsOpt nats.Option) []string {
 		default:
 		}
 	}))
-	nc, err := nats.Connect(url, opts...)
+	// The broker's credentials stay out of the probe.
+	servers := strings.Split(url, ",")
+	for i, s := range servers {
+		if u, err := neturl.Parse(strings.TrimSpace(s)); err == nil && u.User != nil {
+			u.User = nil
+			servers[i] = u.String()
+		}
+	}
+	nc, err := nats.Connect(strings.Join(servers, ","), opts...)
 	if err != nil {
 		return nil
 	}
