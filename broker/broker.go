@@ -74,9 +74,9 @@ type Config struct {
 	// notifications (otherwise a warning).
 	NATSRequireIsolation bool
 	HTTP                 HTTPLimits
-	GeoDepth       int // quad tree depth of a lat/lng point; default 12
-	Limits         subscriptions.Limits
-	Gateway        gateway.Limits
+	GeoDepth             int // quad tree depth of a lat/lng point; default 12
+	Limits               subscriptions.Limits
+	Gateway              gateway.Limits
 	// Durability is what a write has reached when it is acknowledged:
 	// listdb.Synced (the zero value, the default), or listdb.Written.
 	Durability listdb.Durability
