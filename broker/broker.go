@@ -350,7 +350,8 @@ func (b *Broker) connectNATS(verifier auth.Verifier, tlsConf *tls.Config) error 
 		return fmt.Errorf("embedded nats did not start on %s (port taken? choose another with --nats-listen)", b.cfg.NATSListen)
 	}
 	b.ns = ns
-	nc, err := nats.Connect(ns.ClientURL(), append(opts, nats.InProcessServer(ns), nats.Token(internal))...)
+	// In process, no TLS: a tls:// URL would have nats.go insist on it.
+	nc, err := nats.Connect("nats://in-process", append(opts, nats.InProcessServer(ns), nats.Token(internal))...)
 	if err != nil {
 		return fmt.Errorf("embedded nats: %w", err)
 	}
