@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strconv"
@@ -42,7 +43,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if e == nil && req.Paging == pagingPush {
 		e = errorf(CodeBadRequest, "HTTP cannot push pages: paging is cursor here")
 	}
-	g.serveDecoded(r.Context(), s, req, e)
+	// Not the request's context: once a request runs it runs to the end,
+	// so a publication that is stored is dispatched even when its client
+	// has hung up (the reply then goes nowhere).
+	g.serveDecoded(context.WithoutCancel(r.Context()), s, req, e)
 	status := http.StatusOK
 	if s.err != "" {
 		status = statusOf(s.err)
