@@ -163,8 +163,10 @@ func (g *Gateway) serve(ctx context.Context, s session, data []byte) {
 // serveDecoded runs req unless decoding it failed with e, answering on s.
 func (g *Gateway) serveDecoded(ctx context.Context, s session, req *Request, e *Error) {
 	if e == nil {
-		if e = g.users.allow(s.uid()); e != nil {
-		} else if !g.begin() {
+		e = g.users.allow(s.uid())
+	}
+	if e == nil {
+		if !g.begin() {
 			e = codeOf(errClosing)
 		} else {
 			e = g.run(ctx, s, req)
