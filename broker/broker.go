@@ -337,12 +337,20 @@ func (b *Broker) connectNATS(verifier auth.Verifier, tlsConf *tls.Config) error 
 	internal := hex.EncodeToString(secret)
 	sopts := &server.Options{ServerName: "cellcast", Host: host, Port: port, NoSigs: true, NoLog: true, MaxPayload: 1 << 20,
 		MaxConn: b.cfg.HTTP.MaxConns, TLSConfig: tlsConf, TLSTimeout: 2}
+	var na *natsAuth
 	if verifier != nil {
-		sopts.CustomClientAuthentication = &natsAuth{internal: internal, verifier: verifier}
+		na = &natsAuth{internal: internal, verifier: verifier, maxConns: b.cfg.Gateway.UserConnections}
+		if na.maxConns == 0 {
+			na.maxConns = gateway.DefaultUserConnections
+		}
+		sopts.CustomClientAuthentication = na
 	}
 	ns, err := server.NewServer(sopts)
 	if err != nil {
 		return fmt.Errorf("embedded nats: %w", err)
+	}
+	if na != nil {
+		na.ns.Store(ns)
 	}
 	go ns.Start()
 	if !ns.ReadyForConnections(10 * time.Second) {

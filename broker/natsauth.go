@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"sync/atomic"
 	neturl "net/url"
 	"strings"
 	"time"
@@ -25,6 +26,10 @@ const natsBrokerUser = "cellcast-broker"
 type natsAuth struct {
 	internal string
 	verifier auth.Verifier
+	// maxConns bounds a user's connections (gateway.Limits.UserConnections);
+	// ns is the server, set once it exists, to count them.
+	maxConns int
+	ns       atomic.Pointer[server.Server]
 }
 
 func (a *natsAuth) Check(c server.ClientAuthentication) bool {
@@ -38,11 +43,23 @@ func (a *natsAuth) Check(c server.ClientAuthentication) bool {
 		return true
 	}
 	id, err := a.verifier.Verify(tok)
-	if err != nil || !gateway.SubjectSafe(id.UID) {
+	if err != nil || !gateway.SubjectSafe(id.UID) || a.tooMany(id.UID) {
 		return false
 	}
 	c.RegisterUser(&server.User{Username: id.UID, ConnectionDeadline: id.Expires, Permissions: userPermissions(id.UID)})
 	return true
+}
+
+// tooMany reports whether uid already holds its share of connections.
+// The server offers no hook at disconnect, so the count is asked of it;
+// connections made at the same moment may pass the bound by a few.
+func (a *natsAuth) tooMany(uid string) bool {
+	ns := a.ns.Load()
+	if ns == nil {
+		return false
+	}
+	cz, err := ns.Connz(&server.ConnzOptions{User: uid, Limit: a.maxConns + 1})
+	return err == nil && len(cz.Conns) >= a.maxConns
 }
 
 // userPermissions are what a user may do on the NATS server; docs/security.md

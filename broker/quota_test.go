@@ -140,4 +140,10 @@ func TestSecurityUserRateAndConnections(t *testing.T) {
 	if _, err := dialErr(b, bearer(tok)); err == nil || !strings.Contains(err.Error(), "429") || !strings.Contains(err.Error(), gateway.LimitUserConnections) {
 		t.Fatalf("third connection: %v", err)
 	}
+	// On the embedded NATS server, counted apart: one is open already.
+	natsErrs(t, b.NATSURL(), nats.Token(tok))
+	if nc, err := nats.Connect(b.NATSURL(), nats.Token(tok)); err == nil {
+		nc.Close()
+		t.Fatal("a third NATS connection accepted")
+	}
 }

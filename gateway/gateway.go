@@ -13,6 +13,9 @@ import (
 	"github.com/seed84792017/cellcast/subscriptions"
 )
 
+// DefaultUserConnections is Limits.UserConnections unless set.
+const DefaultUserConnections = 64
+
 // Limits bound what one client may do. Zero fields take the defaults.
 type Limits struct {
 	MaxFrame         int           // request bytes; default 64 KiB
@@ -31,7 +34,7 @@ type Limits struct {
 	UserRate          float64 // requests per second; default 1,000
 	UserBurst         int     // default 2,000
 	UserSubscriptions int     // live subscriptions; default 50,000
-	UserConnections   int     // WebSocket connections; default 64
+	UserConnections   int     // WebSocket connections, and NATS ones on the embedded server; default 64
 	UserNewTopics     int     // topics created per minute; default 60
 	// MaxTopics caps the topic registry, for every user together;
 	// default 100,000.
@@ -73,7 +76,7 @@ func (l Limits) withDefaults() Limits {
 		l.UserSubscriptions = 50_000
 	}
 	if l.UserConnections == 0 {
-		l.UserConnections = 64
+		l.UserConnections = DefaultUserConnections
 	}
 	if l.UserNewTopics == 0 {
 		l.UserNewTopics = 60

@@ -214,15 +214,13 @@ func (g *Gateway) tooManyOnConn() *Error {
 
 // locateChecked locates req's cell. A topic is registered (stored, with
 // an fsync) only once the rest of the request has passed check, on a
-// stand-in cell, and the topic quotas admit it: a refused request leaves
-// no topic behind. uid is the authenticated user, "" in open mode.
+// stand-in cell (a topic id passes the cell check whatever its depth,
+// which checkPath bounds), and the topic quotas admit it: a refused
+// request leaves no topic behind. uid is the authenticated user, "" in
+// open mode.
 func (g *Gateway) locateChecked(req *Request, uid string, check func(subscriptions.Cell) error) (subscriptions.Cell, error) {
 	if req.Topic == nil || g.loc.topics == nil {
-		cell, err := g.loc.locate(req)
-		if err == nil {
-			err = check(cell)
-		}
-		return cell, err
+		return g.loc.locate(req) // nothing to register: the store checks the rest
 	}
 	if err := check(subscriptions.Cell{NS: subscriptions.NSTopic, ID: dewey.ID{1}}); err != nil {
 		return subscriptions.Cell{}, err
@@ -232,9 +230,5 @@ func (g *Gateway) locateChecked(req *Request, uid string, check func(subscriptio
 			return subscriptions.Cell{}, e
 		}
 	}
-	cell, err := g.loc.locate(req)
-	if err == nil {
-		err = check(cell)
-	}
-	return cell, err
+	return g.loc.locate(req)
 }

@@ -34,7 +34,7 @@ func envName(flagName string) string {
 // its environment variable.
 func parse(fs *flag.FlagSet, args []string) error {
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: %s [flags]\n       %s token --uid UID [--ttl 24h] --auth-hmac-secret-file FILE\n\nEvery flag can also be set by the environment variable shown.\n\n", fs.Name(), fs.Name())
+		fmt.Fprintf(fs.Output(), "Usage: %s [flags]\n       %s token --uid UID [--ttl 24h] [--auth-issuer ISS] [--auth-audience AUD] --auth-hmac-secret-file FILE\n\nEvery flag can also be set by the environment variable shown.\n\n", fs.Name(), fs.Name())
 		fs.VisitAll(func(f *flag.Flag) {
 			name, usage := flag.UnquoteUsage(f)
 			fmt.Fprintf(fs.Output(), "  --%s %s   (%s)\n    \t%s", f.Name, name, envName(f.Name), strings.ReplaceAll(usage, "\n", "\n    \t"))
@@ -115,7 +115,7 @@ func run(args []string) int {
 	fs.Float64Var(&c.Gateway.UserRate, "user-rate", 1000, "requests per second per authenticated user, over every transport and connection")
 	fs.IntVar(&c.Gateway.UserBurst, "user-burst", 2000, "request burst per authenticated user")
 	fs.IntVar(&c.Gateway.UserSubscriptions, "user-subscriptions", 50_000, "live subscriptions per authenticated user, over every transport")
-	fs.IntVar(&c.Gateway.UserConnections, "user-connections", 64, "WebSocket connections per authenticated user")
+	fs.IntVar(&c.Gateway.UserConnections, "user-connections", 64, "WebSocket connections per authenticated user, and as many NATS connections on the embedded server")
 	fs.IntVar(&c.Gateway.UserNewTopics, "user-new-topics", 60, "topics an authenticated user may create per minute")
 	fs.IntVar(&c.Gateway.MaxTopics, "max-topics", 100_000, "topics in the registry, all users together")
 	fs.IntVar(&c.Gateway.SendQueue, "send-queue", 16<<10, "messages queued per WebSocket connection; past it a subscription falls behind and catches up from the store once the client has read the queue down to half")
@@ -184,7 +184,7 @@ func run(args []string) int {
 func token(args []string) int {
 	fs := flag.NewFlagSet("broker token", flag.ContinueOnError)
 	uid := fs.String("uid", "", "the user the token stands for")
-	ttl := fs.Duration("ttl", 24*time.Hour, "validity; 0 for no expiry")
+	ttl := fs.Duration("ttl", 24*time.Hour, "validity; 0 for no expiry, which the broker refuses unless --auth-allow-no-expiry")
 	secret := fs.String("auth-hmac-secret-file", "", "the broker's HMAC secret file")
 	iss := fs.String("auth-issuer", "", "the \"iss\" claim, when the broker requires one")
 	aud := fs.String("auth-audience", "", "the \"aud\" claim, when the broker requires one")
