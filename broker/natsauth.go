@@ -2,9 +2,9 @@ package broker
 
 import (
 	"fmt"
-	"sync/atomic"
 	neturl "net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
