@@ -450,4 +450,25 @@ func TestSecurityReloadRevokes(t *testing.T) {
 	wantOp(t, keep.do(msg{"op": "publish", "cell": "1.12", "expires": "1m"}), "published")
 }
 
+// TestSecurityReloadRotatesSecret: a new HMAC secret, reloaded, retires
+// every JWT signed with the old one, live connections included.
+func TestSecurityReloadRotatesSecret(t *testing.T) {
+	b, mint := secured(t, Config{})
+	ws := dial(t, b, bearer(mint("hal", time.Hour)))
+	os.WriteFile(b.cfg.HMACSecretFile, []byte("a brand new secret, at least 32 bytes long\n"), 0o600)
+	if err := b.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ws.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a WebSocket with a retired JWT stays open")
+	}
+	if _, err := dialErr(b, bearer(mint("hal", time.Hour))); err == nil {
+		t.Fatal("a JWT under the old secret opened a WebSocket")
+	}
+	fresh, _ := (&auth.HMAC{Secret: []byte("a brand new secret, at least 32 bytes long")}).Sign("hal", time.Hour)
+	wantOp(t, dial(t, b, bearer(fresh)).do(msg{"op": "publish", "cell": "1.12", "expires": "1m"}), "published")
+}
+
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -12,12 +12,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -325,4 +327,42 @@ func TestSecurityOpenModeOnlyOnLoopback(t *testing.T) {
 			}))
 		}
 	}
+}
+
+// TestSecurityWarnsAuthWithoutTLS: auth on a non-loopback address without
+// TLS starts, but says that tokens travel in clear text.
+func TestSecurityWarnsAuthWithoutTLS(t *testing.T) {
+	var log strings.Builder
+	b, err := Start(Config{DataDir: t.TempDir(), HTTPAddr: "0.0.0.0:0", NATSListen: "127.0.0.1:0",
+		TokensFile: writeFile(t, "tokens", "static-token-for-dave dave\n"), Log: slog.New(slog.NewTextHandler(&syncWriter{w: &log}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Shutdown(t.Context())
+	if !strings.Contains(log.String(), "clear text") {
+		t.Fatalf("no warning in the log:\n%s", log.String())
+	}
+	cert, key, _ := selfSigned(t)
+	log.Reset()
+	b, err = Start(Config{DataDir: t.TempDir(), HTTPAddr: "0.0.0.0:0", NATSListen: "127.0.0.1:0", TLSCert: cert, TLSKey: key,
+		TokensFile: writeFile(t, "tokens", "static-token-for-dave dave\n"), Log: slog.New(slog.NewTextHandler(&syncWriter{w: &log}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Shutdown(t.Context())
+	if strings.Contains(log.String(), "clear text") {
+		t.Fatalf("a warning with TLS on:\n%s", log.String())
+	}
+}
+
+// syncWriter serialises the log's writes.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
