@@ -41,7 +41,7 @@ import (
 // Config shapes a broker. Zero fields take the defaults noted.
 type Config struct {
 	DataDir  string // default "./data"
-	HTTPAddr string // HTTP API, /ws, /metrics; default 127.0.0.1:8080 (port 0 picks one)
+	HTTPAddr string // HTTP API, /ws, health; default 127.0.0.1:8080 (port 0 picks one)
 	// NATSURL points at an external NATS server; empty embeds one listening
 	// on NATSListen (default 127.0.0.1:4222; port 0 picks one).
 	NATSURL    string
@@ -73,10 +73,12 @@ type Config struct {
 	// lets a client without credentials read other users' replies or
 	// notifications (otherwise a warning).
 	NATSRequireIsolation bool
-	HTTP                 HTTPLimits
-	GeoDepth             int // quad tree depth of a lat/lng point; default 12
-	Limits               subscriptions.Limits
-	Gateway              gateway.Limits
+	// HTTP bounds the HTTP server: timeouts, header size, connections.
+	HTTP HTTPLimits
+
+	GeoDepth int // quad tree depth of a lat/lng point; default 12
+	Limits   subscriptions.Limits
+	Gateway  gateway.Limits
 	// Durability is what a write has reached when it is acknowledged:
 	// listdb.Synced (the zero value, the default), or listdb.Written.
 	Durability listdb.Durability
@@ -86,7 +88,7 @@ type Config struct {
 	// overloaded. Defaults 1,000,000 and 256 MiB.
 	MaxBacklog      int
 	MaxBacklogBytes int64
-	Pprof           bool // serve /debug/pprof/ on the HTTP address
+	Pprof           bool // serve /debug/pprof/ where /metrics is served
 	// FS is the store's file system; nil is the OS's. Tests inject disk
 	// faults through it (lsm/vfs).
 	FS vfs.FS
