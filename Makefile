@@ -7,9 +7,9 @@ FUZZTIME ?= 200000x
 # Whole requests through the HTTP and NATS paths write to a store: fewer.
 SERVE_FUZZTIME ?= 20000x
 
-.PHONY: test vet tools unit peers race fuzz bench-lsm bench-broker bench-storage bench-pebble bench-index
+.PHONY: test vet tools unit peers browser demo-ui demo-perf race fuzz bench-lsm bench-broker bench-storage bench-pebble bench-index
 
-test: vet tools unit peers race fuzz
+test: vet tools unit peers browser race fuzz
 
 # A nats-server binary for the tests against an external NATS server, and
 # staticcheck, pinned so that everyone sees the same lint.
@@ -31,6 +31,25 @@ unit:
 # same store tests as ours.
 peers:
 	cd bench/peers && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+# The demo page in headless Chromium against a real broker (a nested module,
+# so the root one does not carry the browser driver). Installs the Debian
+# package chromium when it is missing (as .ci/run does).
+browser: tools
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
+	cd demo/browsertest && $(GO) vet ./... && $(TOOLS)/staticcheck ./... && $(GO) test -count=1 ./...
+
+# The demo page's bundle and map data, committed in demo/static so that the
+# broker needs no Node.js: pinned by demo/ui/package-lock.json, rebuilt
+# byte for byte. SHARED_DATA holds the us-atlas TopoJSON (../shared/data).
+SHARED_DATA ?= $(CURDIR)/../shared/data
+demo-ui:
+	cd demo/ui && npm ci --no-audit --no-fund && node data.mjs $(SHARED_DATA) && node build.mjs
+
+# Frames per second with 1,000 users and 50 incidents/s, load time and heap
+# over a minute, in headless Chromium (docs/demo.md; about 2 minutes).
+demo-perf:
+	cd demo/browsertest && $(GO) test -count=1 -run TestDemoPerformance -demo.perf -v -timeout 10m ./...
 
 # The concurrent engine code, and the stores driven from several goroutines,
 # under the race detector (short mode keeps it quick).

@@ -27,6 +27,7 @@ import (
 
 	"github.com/seed84792017/cellcast/auth"
 	"github.com/seed84792017/cellcast/catalog"
+	"github.com/seed84792017/cellcast/demo"
 	"github.com/seed84792017/cellcast/dewey"
 	"github.com/seed84792017/cellcast/dualdb"
 	"github.com/seed84792017/cellcast/gateway"
@@ -95,7 +96,10 @@ type Config struct {
 	// Indexes are the catalog's "attr=strategy" list for the query op;
 	// default catalog.DefaultIndexes, "none" for no catalog.
 	Indexes string
-	Log     *slog.Logger
+	// AllowedOrigins are the web origins, besides the broker's own, whose
+	// pages may open a WebSocket ("*" for any); default none.
+	AllowedOrigins []string
+	Log            *slog.Logger
 }
 
 // Broker is a running broker.
@@ -233,7 +237,8 @@ func Start(cfg Config) (_ *Broker, err error) {
 	// The service owns the store and the catalog from here on.
 	b.svc = service.New(service.Config{Store: b.store, Catalog: b.catalog, Encode: loc.EncodePublication,
 		MaxBacklog: cfg.MaxBacklog, MaxBacklogBytes: cfg.MaxBacklogBytes, Log: b.log})
-	b.gw = gateway.New(gateway.Config{Service: b.svc, Locator: loc, Auth: verifier, Limits: cfg.Gateway, Metrics: gateway.NewMetrics(reg), Log: b.log})
+	b.gw = gateway.New(gateway.Config{Service: b.svc, Locator: loc, Auth: verifier, Limits: cfg.Gateway, Metrics: gateway.NewMetrics(reg), Log: b.log,
+		AllowedOrigins: cfg.AllowedOrigins})
 	registerService(reg, b.svc)
 	names := []string{"dualdb"}
 	if cfg.Storage == "twodb" {
@@ -402,6 +407,7 @@ func (b *Broker) routes() *http.ServeMux {
 		w.Write([]byte("ready\n"))
 	})
 	mux.HandleFunc("POST /api/{op}", b.gw.ServeHTTP)
+	mux.Handle("/", demo.Handler()) // the demo page (docs/demo.md)
 	return mux
 }
 

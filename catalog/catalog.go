@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -97,6 +98,7 @@ const (
 	colExpires = "expires"
 	colCell    = "cell"
 	colDesc    = "desc"
+	colAt      = "at" // "lat,lng,radius_m" of a publication made at a point
 	attrPrefix = "a."
 )
 
@@ -125,7 +127,7 @@ func Open(dir string, cfg Config) (*Catalog, error) {
 		if ix.Attr == AttrTp {
 			typ = secondary.Int
 		}
-		if ix.Attr == colExpires || ix.Attr == colCell || ix.Attr == colDesc || strings.HasPrefix(ix.Attr, attrPrefix) {
+		if ix.Attr == colExpires || ix.Attr == colCell || ix.Attr == colDesc || ix.Attr == colAt || strings.HasPrefix(ix.Attr, attrPrefix) {
 			return nil, fmt.Errorf("%w: %q cannot be indexed (use uid, tp or an attrs key)", ErrBadIndexes, ix.Attr)
 		}
 		c.types[ix.Attr] = typ
@@ -173,6 +175,9 @@ func (c *Catalog) Add(p *subscriptions.Publication) error {
 	}
 	for k, v := range p.Attrs {
 		doc[attrPrefix+k] = secondary.StringValue(v)
+	}
+	if p.At != nil {
+		doc[colAt] = secondary.StringValue(formatPoint(p.At))
 	}
 	return c.t.Put(p.Pid(), doc)
 }
@@ -309,6 +314,11 @@ func publication(r secondary.Row) (subscriptions.Publication, error) {
 		return subscriptions.Publication{}, fmt.Errorf("catalog: row %q: %w", r.Key, err)
 	}
 	p := subscriptions.Publication{Uid: d[colUID].S, Cell: cell, Tp: d[colTp].I, Tmax: d[colExpires].I, Desc: d[colDesc].S}
+	if v, ok := d[colAt]; ok {
+		if p.At, err = parsePoint(v.S); err != nil {
+			return subscriptions.Publication{}, fmt.Errorf("catalog: row %q: %w", r.Key, err)
+		}
+	}
 	for k, v := range d {
 		if name, ok := strings.CutPrefix(k, attrPrefix); ok {
 			if p.Attrs == nil {
@@ -361,3 +371,25 @@ func (c *Catalog) Expire() (int, error) {
 
 // Metrics are the table's costs (see secondary.Metrics).
 func (c *Catalog) Metrics() secondary.Metrics { return c.t.Metrics() }
+
+// formatPoint writes a point exactly ('g', -1 round-trips a float64).
+func formatPoint(p *subscriptions.Point) string {
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	return f(p.Lat) + "," + f(p.Lng) + "," + f(p.RadiusM)
+}
+
+func parsePoint(s string) (*subscriptions.Point, error) {
+	parts := strings.Split(s, ",")
+	if len(parts) != 3 {
+		return nil, fmt.Errorf("point %q: want lat,lng,radius", s)
+	}
+	var v [3]float64
+	for i, part := range parts {
+		f, err := strconv.ParseFloat(part, 64)
+		if err != nil {
+			return nil, fmt.Errorf("point %q: %w", s, err)
+		}
+		v[i] = f
+	}
+	return &subscriptions.Point{Lat: v[0], Lng: v[1], RadiusM: v[2]}, nil
+}

@@ -188,3 +188,29 @@ func TestBadIndexes(t *testing.T) {
 		t.Fatalf("default indexes: %v, %v", ix, err)
 	}
 }
+
+// TestPointKept: a publication made at a point comes back from a query
+// with its point, exactly; one made at a cell comes back without.
+func TestPointKept(t *testing.T) {
+	c, err := Open(t.TempDir(), Config{Indexes: []Index{{AttrUID, secondary.Composite}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	now := time.Now().UnixNano()
+	cell := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{1, 4}}
+	at := &subscriptions.Point{Lat: 40.712345678901234, Lng: -74.00597, RadiusM: 250.5}
+	for i, p := range []*subscriptions.Point{at, nil} {
+		if err := c.Add(&subscriptions.Publication{Uid: "bob", Cell: cell, Tp: now + int64(i), Tmax: now + int64(time.Hour), At: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bob := String("bob")
+	got, err := c.Find(Query{Attr: AttrUID, Eq: &bob, K: 2})
+	if err != nil || len(got) != 2 {
+		t.Fatalf("%v, %v", got, err)
+	}
+	if got[0].At != nil || got[1].At == nil || *got[1].At != *at {
+		t.Fatalf("points: %+v, %+v", got[0].At, got[1].At)
+	}
+}

@@ -8,6 +8,10 @@
 // service), which owns the store, the delivery hub and the catalog. The
 // gateway never reaches storage itself. Replies over the reply budget
 // come in pages, pushed or pulled with a cursor (paging.go, cursors.go).
+// A WebSocket connection serves up to 32 requests at once, stamped and
+// answered in the order sent, so that they share the disk's fsyncs
+// (pipeline.go): an answer callback may wait there for the reply before
+// it, with no lock held.
 //
 // Locks, outermost first: the delivery hub's route lock, held while the
 // hub calls wsConn.Notify and Locator.EncodePublication, then the leaves

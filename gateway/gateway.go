@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/seed84792017/cellcast/auth"
 	"github.com/seed84792017/cellcast/delivery"
 	"github.com/seed84792017/cellcast/service"
@@ -99,6 +101,9 @@ type Config struct {
 	Limits  Limits
 	Metrics *Metrics
 	Log     *slog.Logger
+	// AllowedOrigins are the origins of web pages, besides the broker's
+	// own, that may open a WebSocket ("https://example.org", or "*").
+	AllowedOrigins []string
 }
 
 // Gateway serves clients over WebSocket, NATS and HTTP.
@@ -109,6 +114,8 @@ type Gateway struct {
 	loc     *Locator
 	log     *slog.Logger
 	metrics *Metrics
+	// upgrader checks a WebSocket's origin (origin.go).
+	upgrader *websocket.Upgrader
 
 	mu      sync.Mutex
 	closing bool
@@ -122,7 +129,7 @@ type Gateway struct {
 // New returns a gateway in front of cfg.Service.
 func New(cfg Config) *Gateway {
 	g := &Gateway{cfg: cfg, limits: cfg.Limits.withDefaults(), svc: cfg.Service, loc: cfg.Locator, log: cfg.Log, metrics: cfg.Metrics,
-		conns: map[*wsConn]struct{}{}, cursors: newCursorStore(nil)}
+		conns: map[*wsConn]struct{}{}, cursors: newCursorStore(nil), upgrader: newUpgrader(cfg.AllowedOrigins)}
 	g.users = newUsers(g.limits)
 	if g.log == nil {
 		g.log = slog.Default()
@@ -286,7 +293,7 @@ func (g *Gateway) publish(ctx context.Context, s session, req *Request) error {
 	if e != nil {
 		return e
 	}
-	pr := &subscriptions.PublishRequest{Uid: uid, Expires: req.Expires.get(), Desc: req.Desc, Attrs: req.Attrs, SelfJoin: req.SelfJoin}
+	pr := &subscriptions.PublishRequest{Uid: uid, Expires: req.Expires.get(), Desc: req.Desc, Attrs: req.Attrs, SelfJoin: req.SelfJoin, At: req.point()}
 	cell, err := g.locateChecked(req, s.uid(), func(c subscriptions.Cell) error {
 		pr.Cell = c
 		_, err := g.svc.Limits().NewPublication(pr, 0)

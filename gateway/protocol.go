@@ -262,6 +262,18 @@ func (l *Locator) locate(req *Request) (subscriptions.Cell, error) {
 	return subscriptions.Cell{NS: subscriptions.NSCell, ID: id}, nil
 }
 
+// point is where a publish request stands, when it gives lat and lng.
+func (req *Request) point() *subscriptions.Point {
+	if req.Lat == nil || req.Lng == nil {
+		return nil
+	}
+	p := &subscriptions.Point{Lat: *req.Lat, Lng: *req.Lng}
+	if req.RadiusM != nil {
+		p.RadiusM = *req.RadiusM
+	}
+	return p
+}
+
 // Reply bodies. Times are RFC 3339 with nanoseconds: exact, and safe in
 // JavaScript, which cannot hold a nanosecond stamp in a number.
 type pubJSON struct {
@@ -273,6 +285,10 @@ type pubJSON struct {
 	ExpiresAt string            `json:"expires_at"`
 	Desc      string            `json:"desc,omitempty"`
 	Attrs     map[string]string `json:"attrs,omitempty"`
+	// Where it was published, for a point or a circle.
+	Lat     *float64 `json:"lat,omitempty"`
+	Lng     *float64 `json:"lng,omitempty"`
+	RadiusM *float64 `json:"radius_m,omitempty"`
 }
 
 // FormatTime renders a broker stamp.
@@ -281,6 +297,12 @@ func FormatTime(t int64) string { return time.Unix(0, t).UTC().Format(time.RFC33
 func (l *Locator) pubJSON(p *subscriptions.Publication) pubJSON {
 	j := pubJSON{Pid: p.Pid(), Uid: p.Uid, Cell: p.Cell.String(), Tp: FormatTime(p.Tp),
 		ExpiresAt: FormatTime(p.Tmax), Desc: p.Desc, Attrs: p.Attrs}
+	if p.At != nil {
+		j.Lat, j.Lng = &p.At.Lat, &p.At.Lng
+		if p.At.RadiusM > 0 {
+			j.RadiusM = &p.At.RadiusM
+		}
+	}
 	if p.Cell.NS == subscriptions.NSTopic && l.topics != nil {
 		j.Topic, _ = l.topics.Path(p.Cell.ID)
 	}

@@ -3,25 +3,30 @@ package gateway
 import "sync"
 
 // sendQueue is a connection's outbox: bounded in messages and in bytes,
-// and holding only what waits, so an idle connection costs nothing.
+// and holding only what waits, so an idle connection costs nothing. No
+// goroutine waits on it: the push that finds the writer stopped starts
+// one (start), which drains the queue and stops when it is empty.
 type sendQueue struct {
 	mu       sync.Mutex
 	frames   []frame
 	bytes    int
 	maxN     int
 	maxBytes int
-	ready    chan struct{} // holds a token while frames wait
+	running  bool   // a writer goroutine owns the socket
+	closing  bool   // the connection is ending: the writer finishes it
+	start    func() // starts the writer; called without mu
 }
 
-func newSendQueue(maxN, maxBytes int) *sendQueue {
-	return &sendQueue{maxN: maxN, maxBytes: maxBytes, ready: make(chan struct{}, 1)}
+func newSendQueue(maxN, maxBytes int, start func()) *sendQueue {
+	return &sendQueue{maxN: maxN, maxBytes: maxBytes, start: start}
 }
 
 // Room, in multiples of the bounds, for each kind of frame. Notifications
-// are refused at the bound (the hub replays them when the queue drains). Replies answer the client's own requests, which
-// it sends at a bounded rate, so they get headroom: a resume that replays
-// a backlog must not trip the limit that made it necessary. Control
-// frames are few and never refused.
+// are refused at the bound (the hub replays them when the queue drains).
+// Replies answer the client's own requests, which it sends at a bounded
+// rate, so they get headroom: a resume that replays a backlog must not
+// trip the limit that made it necessary. Control frames are few and never
+// refused.
 const (
 	roomNotification = 1
 	roomReply        = 4
@@ -37,11 +42,7 @@ func (q *sendQueue) push(f frame, room int) bool {
 	}
 	q.frames = append(q.frames, f)
 	q.bytes += len(f.data)
-	q.mu.Unlock()
-	select {
-	case q.ready <- struct{}{}:
-	default:
-	}
+	q.wakeLocked()
 	return true
 }
 
@@ -59,9 +60,26 @@ func (q *sendQueue) pushAll(fs []frame, room int) bool {
 	}
 	q.frames = append(q.frames, fs...)
 	q.bytes += n
-	q.mu.Unlock()
-	q.kick()
+	q.wakeLocked()
 	return true
+}
+
+// wakeLocked starts the writer unless it runs, and unlocks q.mu.
+func (q *sendQueue) wakeLocked() {
+	start := !q.running
+	q.running = true
+	q.mu.Unlock()
+	if start {
+		q.start()
+	}
+}
+
+// close tells the writer to finish the connection, starting one if none
+// runs.
+func (q *sendQueue) close() {
+	q.mu.Lock()
+	q.closing = true
+	q.wakeLocked()
 }
 
 // low reports whether the queue holds at most half its bounds.
@@ -71,19 +89,36 @@ func (q *sendQueue) low() bool {
 	return len(q.frames) <= q.maxN/2 && q.bytes <= q.maxBytes/2
 }
 
-// kick wakes the writer without queueing anything.
-func (q *sendQueue) kick() {
-	select {
-	case q.ready <- struct{}{}:
-	default:
-	}
-}
+// What next tells the writer.
+const (
+	writeThese = iota // write the frames
+	stopWriter        // nothing queued: the writer stops; the next push starts another
+	finishConn        // the connection is ending
+)
 
-// take returns everything queued, handing the queue spare's storage.
-func (q *sendQueue) take(spare []frame) []frame {
+// next hands the writer what is queued, giving the queue spare's storage
+// for what comes next, or says to stop or to finish.
+func (q *sendQueue) next(spare []frame) ([]frame, int) {
 	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch {
+	case q.closing:
+		return nil, finishConn
+	case len(q.frames) == 0:
+		q.running = false
+		q.frames = nil // an idle connection keeps no storage
+		return nil, stopWriter
+	}
 	out := q.frames
 	q.frames, q.bytes = spare[:0], 0
-	q.mu.Unlock()
+	return out, writeThese
+}
+
+// rest takes what is queued once the connection is ending.
+func (q *sendQueue) rest() []frame {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := q.frames
+	q.frames, q.bytes = nil, 0
 	return out
 }

@@ -70,7 +70,6 @@ func (f *frame) size() int {
 type wsConn struct {
 	g    *Gateway
 	ws   *websocket.Conn
-	bw   *bufio.Writer // over sw
 	sw   *stallWriter
 	user string
 	tok  string // the bearer token, checked again on reload (Reverify)
@@ -84,6 +83,7 @@ type wsConn struct {
 	// catching: a catch-up runs (one at a time per connection).
 	lagged, catching atomic.Bool
 
+	pinger   *time.Timer // queues a ping every pingEvery
 	once     sync.Once
 	closed   chan struct{} // closed when the connection is ending
 	code     int
@@ -91,8 +91,6 @@ type wsConn struct {
 	drain    bool // the writer sends what is queued before closing
 	readDone chan struct{}
 }
-
-var upgrader = websocket.Upgrader{ReadBufferSize: 16 << 10, WriteBufferSize: 64 << 10}
 
 // ServeWS upgrades an HTTP request to a WebSocket client. With auth on,
 // the bearer token comes in the Authorization header or, for browsers,
@@ -126,20 +124,25 @@ func (g *Gateway) ServeWS(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
 		return
 	}
-	ws, raw, err := upgrade(&upgrader, w, r)
+	ws, raw, err := upgrade(g.upgrader, w, r)
 	if err != nil {
 		return // the upgrader has answered
 	}
-	sw := &stallWriter{conn: raw}
-	c := &wsConn{g: g, ws: ws, sw: sw, bw: bufio.NewWriterSize(sw, 64<<10), user: uid, tok: tok, q: newSendQueue(g.limits.SendQueue, g.limits.SendQueueBytes),
+	c := &wsConn{g: g, ws: ws, sw: &stallWriter{conn: raw}, user: uid, tok: tok,
 		lim: rate.NewLimiter(rate.Limit(g.limits.Rate), g.limits.Burst), sids: map[string]struct{}{},
 		closed: make(chan struct{}), readDone: make(chan struct{})}
+	c.q = newSendQueue(g.limits.SendQueue, g.limits.SendQueueBytes, func() { go c.writer() })
+	c.pinger = time.AfterFunc(pingEvery, c.ping) // before anything may finish the connection
 	g.mu.Lock()
 	if g.closing {
 		g.mu.Unlock()
+		c.pinger.Stop()
+		// Straight to the socket: no writer runs yet, and gorilla's own
+		// writes are refused (wsguard.go).
 		raw.SetWriteDeadline(time.Now().Add(time.Second))
-		writeFrame(c.bw, frame{op: websocket.CloseMessage, data: websocket.FormatCloseMessage(closeGoingAway, "shutting down")})
-		c.bw.Flush()
+		bw := bufio.NewWriterSize(raw, 128)
+		writeFrame(bw, frame{op: websocket.CloseMessage, data: websocket.FormatCloseMessage(closeGoingAway, "shutting down")})
+		bw.Flush()
 		ws.Close()
 		return
 	}
@@ -149,7 +152,6 @@ func (g *Gateway) ServeWS(w http.ResponseWriter, r *http.Request) {
 	if g.metrics != nil {
 		g.metrics.Connections.WithLabelValues("ws").Inc()
 	}
-	go c.writer()
 	defer c.expireAt(id.Expires)()
 	c.read()
 }
@@ -215,7 +217,7 @@ func (c *wsConn) catchUp() {
 			c.lagged.Store(true) // try again after the next burst
 		}
 		c.catching.Store(false)
-		c.q.kick() // the writer looks again, in case it lagged meanwhile
+		c.catchUp() // in case it lagged again meanwhile
 	}()
 }
 
@@ -253,6 +255,7 @@ func (c *wsConn) close(code int, reason string, drain bool) {
 	c.once.Do(func() {
 		c.code, c.reason, c.drain = code, reason, drain
 		close(c.closed)
+		c.q.close()
 	})
 }
 
@@ -280,7 +283,6 @@ func (c *wsConn) read() {
 		c.close(code, "", true)
 		return nil
 	})
-	buf := make([]byte, 0, 4096)
 	for {
 		_, r, err := c.ws.NextReader()
 		if err != nil {
@@ -288,7 +290,7 @@ func (c *wsConn) read() {
 			return
 		}
 		c.ws.SetReadDeadline(time.Now().Add(pongWait))
-		buf, err = readAtMost(r, buf[:0], max)
+		data, err := readMessage(r, max)
 		switch {
 		case errors.Is(err, errTooLarge):
 			if _, err := io.Copy(io.Discard, r); err != nil {
@@ -305,7 +307,7 @@ func (c *wsConn) read() {
 			return
 		}
 		if !c.lim.Allow() {
-			req, _ := decodeRequest(buf)
+			req, _ := decodeRequest(data)
 			e := errorf(CodeOverloaded, "over %g requests per second; slow down", c.g.limits.Rate)
 			e.Limit = LimitConnRate
 			r := c.lim.Reserve() // only to learn when a token is due
@@ -320,9 +322,28 @@ func (c *wsConn) read() {
 			c.count("other", CodeOverloaded)
 			continue
 		}
-		data := append([]byte(nil), buf...) // buf is read into again while data is served
 		p.run(c, func(ctx context.Context, s session) { c.g.serve(ctx, s, data) })
 	}
+}
+
+// readBufs hold messages while they are read: a connection keeps no read
+// buffer of its own between requests.
+var readBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// readMessage reads one message of at most max bytes into a buffer of its
+// own.
+func readMessage(r io.Reader, max int) ([]byte, error) {
+	bp := readBufs.Get().(*[]byte)
+	buf, err := readAtMost(r, (*bp)[:0], max)
+	var data []byte
+	if err == nil {
+		data = append([]byte(nil), buf...)
+	}
+	if cap(buf) <= 64<<10 {
+		*bp = buf[:0]
+		readBufs.Put(bp)
+	}
+	return data, err
 }
 
 func (c *wsConn) count(op, outcome string) {
@@ -351,94 +372,4 @@ func readAtMost(r io.Reader, buf []byte, max int) ([]byte, error) {
 			return buf, err
 		}
 	}
-}
-
-// writer drains the queue until the connection ends, then cleans up.
-func (c *wsConn) writer() {
-	g := c.g
-	defer func() {
-		c.ws.Close()
-		<-c.readDone
-		g.mu.Lock()
-		delete(g.conns, c)
-		g.mu.Unlock()
-		c.mu.Lock()
-		sids := c.sids
-		c.sids = nil
-		c.mu.Unlock()
-		for sid := range sids {
-			g.svc.Detach(sid, c)
-		}
-		if g.metrics != nil {
-			g.metrics.Connections.WithLabelValues("ws").Dec()
-		}
-		g.writers.Done()
-	}()
-	ping := time.NewTicker(pingEvery)
-	defer ping.Stop()
-	var spare []frame
-	for {
-		select {
-		case <-c.q.ready:
-			fs := c.q.take(spare)
-			if !c.write(fs) {
-				return
-			}
-			c.catchUp()
-			clear(fs) // let the written frames go
-			// Keep the storage for the next burst unless one outsized
-			// burst grew it.
-			if spare = fs[:0]; cap(spare) > 4096 {
-				spare = nil
-			}
-		case <-ping.C:
-			if !c.write([]frame{{op: websocket.PingMessage}}) {
-				return
-			}
-		case <-c.closed:
-			if c.drain && !c.write(c.q.take(nil)) {
-				return
-			}
-			if c.code != 0 {
-				c.write([]frame{{op: websocket.CloseMessage, data: websocket.FormatCloseMessage(c.code, c.reason)}})
-			}
-			return
-		}
-	}
-}
-
-// control queues a control frame.
-func (c *wsConn) control(op byte, data []byte) { c.q.push(frame{op: op, data: data}, roomControl) }
-
-// write writes frames and flushes: one write(2) for a burst, unless it
-// outgrows the buffer.
-func (c *wsConn) write(fs []frame) bool {
-	if len(fs) == 0 {
-		return true
-	}
-	c.ws.NetConn().SetWriteDeadline(time.Now().Add(c.g.limits.WriteTimeout))
-	for _, f := range fs {
-		if tail, err := writeFrame(c.bw, f); err != nil {
-			c.writeFailed(err, tail)
-			return false
-		}
-	}
-	if err := c.bw.Flush(); err != nil {
-		c.writeFailed(err, nil)
-		return false
-	}
-	if m := c.g.metrics; m != nil {
-		now := time.Now()
-		n := 0
-		for _, f := range fs {
-			if f.tp != 0 {
-				if !f.replayed {
-					m.PushLatency.Observe(now.Sub(time.Unix(0, f.tp)).Seconds())
-				}
-				n++
-			}
-		}
-		m.Notifications.WithLabelValues("ws").Add(float64(n))
-	}
-	return true
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -98,4 +99,119 @@ func writeFrame(w *bufio.Writer, f frame) (tail []byte, err error) {
 		return b[m:], err
 	}
 	return nil, nil
+}
+
+// writeBufs are the writers' buffers, held only while a writer runs: one
+// write(2) per burst without 64 KiB held by every idle connection.
+var writeBufs = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<10) }}
+
+// writer drains the queue and stops when it is empty; the next frame
+// queued starts another (sendQueue.start). When the connection ends, the
+// writer running then sends what the close asks for and cleans up.
+func (c *wsConn) writer() {
+	bw := writeBufs.Get().(*bufio.Writer)
+	bw.Reset(c.sw)
+	defer func() {
+		bw.Reset(nil)
+		writeBufs.Put(bw)
+	}()
+	var spare []frame
+	for {
+		fs, what := c.q.next(spare)
+		switch what {
+		case stopWriter:
+			return
+		case finishConn:
+			c.finish(bw)
+			return
+		}
+		if !c.write(bw, fs) {
+			c.finish(nil)
+			return
+		}
+		c.catchUp()
+		clear(fs) // let the written frames go
+		// Keep the storage for the next burst unless one outsized burst
+		// grew it.
+		if spare = fs[:0]; cap(spare) > 4096 {
+			spare = nil
+		}
+	}
+}
+
+// finish ends the connection: with bw (nil after a failed write) it sends
+// what is queued if the close drains, and the close frame if it has a
+// code; then it hangs up and lets go of the connection's subscriptions.
+func (c *wsConn) finish(bw *bufio.Writer) {
+	g := c.g
+	c.pinger.Stop()
+	if bw != nil {
+		ok := !c.drain || c.write(bw, c.q.rest())
+		if ok && c.code != 0 {
+			c.write(bw, []frame{{op: websocket.CloseMessage, data: websocket.FormatCloseMessage(c.code, c.reason)}})
+		}
+	}
+	c.ws.Close()
+	<-c.readDone
+	g.mu.Lock()
+	delete(g.conns, c)
+	g.mu.Unlock()
+	c.mu.Lock()
+	sids := c.sids
+	c.sids = nil
+	c.mu.Unlock()
+	for sid := range sids {
+		g.svc.Detach(sid, c)
+	}
+	if g.metrics != nil {
+		g.metrics.Connections.WithLabelValues("ws").Dec()
+	}
+	g.writers.Done()
+}
+
+// ping queues a ping and sets the next one.
+func (c *wsConn) ping() {
+	select {
+	case <-c.closed:
+		return
+	default:
+	}
+	c.control(websocket.PingMessage, nil)
+	c.pinger.Reset(pingEvery)
+}
+
+// control queues a control frame.
+func (c *wsConn) control(op byte, data []byte) { c.q.push(frame{op: op, data: data}, roomControl) }
+
+// write writes frames through bw and flushes: one write(2) for a burst,
+// unless it outgrows the buffer.
+func (c *wsConn) write(bw *bufio.Writer, fs []frame) bool {
+	if len(fs) == 0 {
+		return true
+	}
+	c.ws.NetConn().SetWriteDeadline(time.Now().Add(c.g.limits.WriteTimeout))
+	for _, f := range fs {
+		if tail, err := writeFrame(bw, f); err != nil {
+			c.writeFailed(err, tail)
+			return false
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		c.writeFailed(err, nil)
+		return false
+	}
+	if m := c.g.metrics; m != nil {
+		now := time.Now()
+		n := 0
+		for _, f := range fs {
+			if f.tp != 0 {
+				if !f.replayed {
+					m.PushLatency.Observe(now.Sub(time.Unix(0, f.tp)).Seconds())
+				}
+				n++
+			}
+		}
+		m.Notifications.WithLabelValues("ws").Add(float64(n))
+	}
+	return true
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/seed84792017/cellcast/dewey"
@@ -26,6 +27,11 @@ import (
 //	tmax     int64
 //	aux      int64: a subscription's Tmin, a cancel's target Ts, else 0
 //	payload  kind-specific, length-prefixed fields
+//
+// A publication's payload is cell, uid, desc, attrs and, when it was made
+// at a point or a circle, a trailing point: the byte 1, then lat, lng and
+// radius as float64 bits. Records written before points existed end after
+// attrs, and decode with no point.
 //
 // Time fields sit at fixed offsets so scans and the compaction filter read
 // them without decoding payloads.
@@ -230,6 +236,12 @@ func EncodePublication(p *subscriptions.Publication) []byte {
 	pl = appendString(pl, p.Uid)
 	pl = appendString(pl, p.Desc)
 	pl = appendMap(pl, p.Attrs)
+	if p.At != nil {
+		pl = append(pl, tagPoint)
+		for _, f := range []float64{p.At.Lat, p.At.Lng, p.At.RadiusM} {
+			pl = binary.LittleEndian.AppendUint64(pl, math.Float64bits(f))
+		}
+	}
 	return fragment(KindPublication, p.Tp, p.Tmax, 0, pl)
 }
 
@@ -262,7 +274,29 @@ func (r *Rec) Publication() (subscriptions.Publication, error) {
 	p.Uid = rd.string()
 	p.Desc = rd.string()
 	p.Attrs = rd.stringMap()
+	if rd.err == nil && len(rd.p) > 0 {
+		p.At = rd.point()
+	}
 	return p, rd.err
+}
+
+// tagPoint starts a publication's optional point.
+const tagPoint = 1
+
+func (r *reader) point() *subscriptions.Point {
+	if tag := r.byte(); r.err == nil && tag != tagPoint {
+		r.err = fmt.Errorf("%w: unknown trailing field %d", ErrCorrupt, tag)
+	}
+	if r.err == nil && len(r.p) < 24 {
+		r.err = fmt.Errorf("%w: truncated point", ErrCorrupt)
+	}
+	if r.err != nil {
+		return nil
+	}
+	f := func(i int) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(r.p[8*i:])) }
+	pt := &subscriptions.Point{Lat: f(0), Lng: f(1), RadiusM: f(2)}
+	r.p = r.p[24:]
+	return pt
 }
 
 // Subscription decodes a subscription record.

@@ -166,3 +166,28 @@ func TestTimesCollectorAndFilter(t *testing.T) {
 		}
 	}
 }
+
+// A publication's point survives the round trip, and a record written
+// before points existed (payload ending after attrs) still decodes.
+func TestPublicationPoint(t *testing.T) {
+	p := subscriptions.Publication{Uid: "u", Cell: cell, Tp: 7, Tmax: 9, Desc: "flood", At: &subscriptions.Point{Lat: 40.758, Lng: -73.9855, RadiusM: 500}}
+	var got subscriptions.Publication
+	var err error
+	forEach(EncodePublication(&p), func(r *Rec) bool { got, err = r.Publication(); return false })
+	if err != nil || got.At == nil || *got.At != *p.At {
+		t.Fatalf("got %+v, %v", got.At, err)
+	}
+	old := p
+	old.At = nil
+	legacy := EncodePublication(&old) // the version-1 layout: no trailing field
+	forEach(legacy, func(r *Rec) bool { got, err = r.Publication(); return false })
+	if err != nil || got.At != nil || got.Desc != "flood" {
+		t.Fatalf("old record: %+v, %v", got, err)
+	}
+	// A trailing byte that is not a point is corruption, not silence.
+	bad := fragment(KindPublication, 7, 9, 0, append(legacy[headerLen+1+recFixed:], 9))
+	forEach(bad, func(r *Rec) bool { _, err = r.Publication(); return false })
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("trailing junk: %v", err)
+	}
+}

@@ -32,9 +32,17 @@ type walWriter struct {
 	closed bool
 	// written and synced are the log offsets the OS and the disk hold.
 	written, synced atomic.Int64
-	kick            chan struct{}
-	done            chan struct{}
-	onError         func(error)
+	// A waiter that finds its offset not yet written (or synced) leads: it
+	// flushes for everyone, while the others wait for leaderDone and look
+	// again, all at once. Waiting on flushMu instead woke them one by one,
+	// each handing the lock to the next, and the fsyncs of a busy broker
+	// shrank to a few commits each.
+	waitMu     sync.Mutex // guards leading and leaderDone
+	leading    bool
+	leaderDone chan struct{}
+	kick       chan struct{}
+	done       chan struct{}
+	onError    func(error)
 }
 
 func (d *DB) createWAL(num uint64) (*walWriter, error) {
@@ -109,8 +117,9 @@ func (l *walWriter) flushLocked(sync bool) error {
 }
 
 // waitFor returns once the log through off is in the OS and, if sync, on
-// disk. A waiter that finds the work not done does it for everything
-// appended so far; those queued behind it on flushMu then find theirs done.
+// disk. A waiter that finds the work not done and no flush under way
+// leads one for everything appended so far; the others wait for it and
+// look again.
 func (l *walWriter) waitFor(off int64, sync bool) error {
 	reached := func() bool {
 		if sync {
@@ -118,9 +127,29 @@ func (l *walWriter) waitFor(off int64, sync bool) error {
 		}
 		return l.written.Load() >= off
 	}
-	if reached() {
-		return nil
+	for !reached() {
+		l.waitMu.Lock()
+		if l.leading {
+			done := l.leaderDone
+			l.waitMu.Unlock()
+			<-done
+			continue
+		}
+		l.leading, l.leaderDone = true, make(chan struct{})
+		l.waitMu.Unlock()
+		err := l.lead(off, sync, reached)
+		l.waitMu.Lock()
+		l.leading = false
+		close(l.leaderDone)
+		l.waitMu.Unlock()
+		return err // the flush covered off, unless it failed
 	}
+	return nil
+}
+
+// lead flushes, and syncs if sync, unless that is done by the time it
+// holds flushMu.
+func (l *walWriter) lead(off int64, sync bool, reached func() bool) error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	if reached() {

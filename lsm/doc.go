@@ -33,9 +33,11 @@
 //     old log's final sync when a full memtable is switched.
 //  4. walWriter.flushMu — one write(2) or fsync of the WAL at a time;
 //     taken under d.mu only by a memtable switch (closing the old log).
-//     WaitWAL reads d.log under d.mu and waits on flushMu after releasing it.
+//     WaitWAL reads d.log under d.mu and, after releasing it, waits for
+//     the flush another waiter leads or leads one itself on flushMu.
 //  5. walWriter.mu — the log's in-memory buffer; taken under flushMu or
-//     alone (append).
+//     alone (append). walWriter.waitMu — which waiter leads the next
+//     flush; a leaf, held for no call.
 //  6. DB.rsMu — the published read state; taken under d.mu or alone.
 //
 // The table cache and the block cache take their own short locks inside

@@ -2,6 +2,7 @@ package subscriptions
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -96,6 +97,27 @@ type Publication struct {
 	Tmax  int64 // expiry
 	Desc  string
 	Attrs map[string]string
+	// At is where it happened when it was published at a point or a
+	// circle; nil for a cell or a topic. Matching uses only Cell: At lets
+	// clients draw the incident where it was, not at its cell's centre.
+	At *Point
+}
+
+// Point is a place on the map, with the radius of a circle around it (0
+// for a bare point).
+type Point struct {
+	Lat, Lng, RadiusM float64
+}
+
+// ErrPoint is matched by errors about a publication's point.
+var ErrPoint = fmt.Errorf("%w: bad point", ErrBadRequest)
+
+// Check refuses coordinates no map holds: not finite, or out of range.
+func (p *Point) Check() error {
+	if !(p.Lat >= -90 && p.Lat <= 90 && p.Lng >= -180 && p.Lng <= 180 && p.RadiusM >= 0 && p.RadiusM <= math.MaxFloat32) {
+		return fmt.Errorf("%w: lat %v, lng %v, radius %v m", ErrPoint, p.Lat, p.Lng, p.RadiusM)
+	}
+	return nil
 }
 
 // Pid is the publication's id.

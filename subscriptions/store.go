@@ -30,6 +30,7 @@ type PublishRequest struct {
 	Desc     string
 	Attrs    map[string]string
 	SelfJoin bool
+	At       *Point // where, for a point or a circle; nil otherwise
 }
 
 // SubscribeResult is what SUBSCRIBE returns: the subscription as stamped,
@@ -224,7 +225,12 @@ func (l Limits) NewPublication(req *PublishRequest, now int64) (Publication, err
 	if err := l.checkAttrs("attrs", req.Attrs); err != nil {
 		return Publication{}, err
 	}
-	return Publication{Uid: req.Uid, Cell: req.Cell, Tp: now, Tmax: now + int64(req.Expires), Desc: req.Desc, Attrs: req.Attrs}, nil
+	if req.At != nil {
+		if err := req.At.Check(); err != nil {
+			return Publication{}, err
+		}
+	}
+	return Publication{Uid: req.Uid, Cell: req.Cell, Tp: now, Tmax: now + int64(req.Expires), Desc: req.Desc, Attrs: req.Attrs, At: req.At}, nil
 }
 
 // SortPublications orders newest first.

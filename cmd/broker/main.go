@@ -81,7 +81,7 @@ func run(args []string) int {
 	fs := flag.NewFlagSet("broker", flag.ContinueOnError)
 	var c broker.Config
 	fs.StringVar(&c.DataDir, "data", "./data", "directory of the store (created if missing)")
-	fs.StringVar(&c.HTTPAddr, "http", "127.0.0.1:8080", "address of the HTTP API, WebSocket /ws, /healthz and /readyz; also /metrics and /debug when it is loopback or --metrics-token is set, unless --metrics-listen moves them")
+	fs.StringVar(&c.HTTPAddr, "http", "127.0.0.1:8080", "address of the HTTP API, WebSocket /ws, /healthz, /readyz and the demo page /; also /metrics and /debug when it is loopback or --metrics-token is set, unless --metrics-listen moves them")
 	fs.StringVar(&c.MetricsAddr, "metrics-listen", "", "address of a listener of its own for /metrics and /debug/pprof/ (keep it on loopback or give --metrics-token)")
 	fs.StringVar(&c.MetricsToken, "metrics-token", "", "bearer token required on /metrics and /debug/pprof/ (prefer the environment variable: a flag shows in ps)")
 	fs.StringVar(&c.TLSCert, "tls-cert", "", "PEM certificate (chain) for TLS on HTTP, WebSocket and the embedded NATS server; with --tls-key")
@@ -127,6 +127,7 @@ func run(args []string) int {
 	durability := fs.String("durability", "sync", "what a write has reached when it is acknowledged: sync (the WAL is fsynced: survives a crash of the process or the machine; concurrent requests share fsyncs) or os (the WAL is written to the OS: survives kill -9 of the broker, not an OS crash or power loss)")
 	legacySync := fs.Bool("sync", false, "same as --durability sync, the default (kept for old scripts)")
 	fs.StringVar(&c.Indexes, "index", catalog.DefaultIndexes, "the publication attributes the query op can search, as attr=strategy pairs: attr is uid, tp or an attrs key; strategy is embedded, eager, lazy, composite, deli or bloom-hierarchy (docs/secondary-indexes.md); none for no catalog")
+	origins := fs.String("allowed-origins", "", "comma-separated origins (scheme://host:port) whose web pages may open a WebSocket besides the broker's own; * for any")
 	fs.BoolVar(&c.Pprof, "pprof", false, "serve Go profiles at /debug/pprof/, where /metrics is served")
 	cacheMiB := fs.Int("cache-mib", 128, "block cache size in MiB")
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long a shutdown may take to drain clients")
@@ -149,6 +150,11 @@ func run(args []string) int {
 	default:
 		fmt.Fprintln(os.Stderr, "broker: --log-format: text or json")
 		return 2
+	}
+	for _, o := range strings.Split(*origins, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			c.AllowedOrigins = append(c.AllowedOrigins, o)
+		}
 	}
 	c.CacheBytes = int64(*cacheMiB) << 20
 	c.MaxBacklogBytes = *backlogMiB << 20

@@ -1,0 +1,390 @@
+// Command connbench measures what an idle WebSocket connection holding one
+// subscription costs the broker: it opens N real connections, spread over
+// several loopback source addresses so the client side does not run out
+// of ports, subscribes each once, and reads the broker's RSS idle and
+// while 50 publications a second reach every connection. It does the same
+// against a nats-server process (a NATS client per connection with one
+// subscription) in the same run and prints both per connection.
+//
+//	go run ./bench/cmd/connbench -n 1000,5000,15000
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/nats-io/nats.go"
+)
+
+var (
+	counts    = flag.String("n", "1000,5000,15000", "connection counts, comma-separated")
+	brokerBin = flag.String("broker", "", "broker binary (default: build ./cmd/broker)")
+	natsBin   = flag.String("nats-server", "", "nats-server binary (default .tools/nats-server, then $PATH; \"none\" skips NATS)")
+	pubRate   = flag.Int("rate", 50, "publications per second in the busy phase, each reaching every connection")
+	busy      = flag.Duration("busy", 5*time.Second, "length of the busy phase")
+	sources   = flag.Int("sources", 16, "loopback source addresses the clients dial from")
+)
+
+func main() {
+	flag.Parse()
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "connbench:", err)
+		os.Exit(1)
+	}
+}
+
+type result struct {
+	system              string
+	n                   int
+	base, idle, busyMax float64 // RSS MiB
+	delivered, owed     int64
+}
+
+func run() error {
+	dir, err := os.MkdirTemp("", "connbench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	broker := *brokerBin
+	if broker == "" {
+		broker = filepath.Join(dir, "broker")
+		build := exec.Command("go", "build", "-o", broker, "./cmd/broker")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("building the broker (run from the repository root): %w", err)
+		}
+	}
+	natsServer, err := natsBinary()
+	if err != nil {
+		return err
+	}
+	var results []result
+	for _, s := range strings.Split(*counts, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			return fmt.Errorf("bad count %q", s)
+		}
+		r, err := runBroker(broker, filepath.Join(dir, "data-"+s), n)
+		if err != nil {
+			return err
+		}
+		results = append(results, r)
+		if natsServer != "" {
+			r, err := runNATS(natsServer, n)
+			if err != nil {
+				return err
+			}
+			results = append(results, r)
+		}
+	}
+	fmt.Println("| system | connections | RSS MiB (empty, idle, busy peak) | KiB per connection idle | KiB per connection busy | vs nats-server idle | delivered in the busy phase |")
+	fmt.Println("|---|---:|---|---:|---:|---:|---|")
+	var natsIdle = map[int]float64{}
+	for _, r := range results {
+		if r.system == "nats-server" {
+			natsIdle[r.n] = perConn(r.idle, r.base, r.n)
+		}
+	}
+	for _, r := range results {
+		idle, busy := perConn(r.idle, r.base, r.n), perConn(r.busyMax, r.base, r.n)
+		ratio := "—"
+		if v := natsIdle[r.n]; v > 0 {
+			ratio = fmt.Sprintf("%.2f×", idle/v)
+		}
+		fmt.Printf("| %s | %d | %.0f, %.0f, %.0f | %.1f | %.1f | %s | %d of %d |\n", r.system, r.n, r.base, r.idle, r.busyMax, idle, busy, ratio, r.delivered, r.owed)
+	}
+	return nil
+}
+
+func perConn(rss, base float64, n int) float64 { return (rss - base) * 1024 / float64(n) }
+
+func natsBinary() (string, error) {
+	switch *natsBin {
+	case "none":
+		return "", nil
+	case "":
+	default:
+		return *natsBin, nil
+	}
+	if p, err := filepath.Abs(".tools/nats-server"); err == nil {
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath("nats-server")
+	if err != nil {
+		return "", errors.New("no nats-server: run `make tools` or pass -nats-server (or -nats-server none)")
+	}
+	return p, nil
+}
+
+// rssMiB reads a process's resident set.
+func rssMiB(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "VmRSS:") {
+			kb, _ := strconv.ParseFloat(strings.Fields(l)[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// settle waits for the RSS to stop moving.
+func settle(pid int) float64 {
+	last := rssMiB(pid)
+	for range 20 {
+		time.Sleep(500 * time.Millisecond)
+		now := rssMiB(pid)
+		if now-last < 0.5 && last-now < 0.5 {
+			return now
+		}
+		last = now
+	}
+	return last
+}
+
+// dialer dials from the i-th loopback source address.
+func dialer(i int) *net.Dialer {
+	return &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 1, byte(1+i%*sources))}, Timeout: 30 * time.Second}
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func runBroker(bin, data string, n int) (result, error) {
+	httpAddr, err := freeAddr()
+	if err != nil {
+		return result{}, err
+	}
+	natsAddr, err := freeAddr()
+	if err != nil {
+		return result{}, err
+	}
+	cmd := exec.Command(bin, "--data", data, "--http", httpAddr, "--nats-listen", natsAddr, "--log-level", "warn")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return result{}, err
+	}
+	defer stop(cmd)
+	for i := 0; ; i++ {
+		if resp, err := http.Get("http://" + httpAddr + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if i > 600 {
+			return result{}, errors.New("the broker did not become ready")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r := result{system: "cellcast", n: n, base: settle(cmd.Process.Pid)}
+	var received atomic.Int64
+	conns := make([]*websocket.Conn, n)
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	errc := make(chan error, n)
+	sem := make(chan struct{}, 64)
+	for i := range conns {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			d := websocket.Dialer{NetDialContext: dialer(i).DialContext, HandshakeTimeout: 30 * time.Second}
+			c, _, err := d.Dial("ws://"+httpAddr+"/ws", nil)
+			if err != nil {
+				errc <- err
+				return
+			}
+			conns[i] = c
+			// One subscription deep in the tree; publications at the
+			// root cell "1" reach every one.
+			req := fmt.Sprintf(`{"id":"s","op":"subscribe","uid":"u%d","cell":"1.%d.%d.%d","future":"1h"}`, i, 1+i%4, 1+i/4%4, 1+i/16%4)
+			if err := c.WriteMessage(websocket.TextMessage, []byte(req)); err != nil {
+				errc <- err
+				return
+			}
+			_, m, err := c.ReadMessage()
+			if err != nil || !strings.Contains(string(m), `"subscribed"`) {
+				errc <- fmt.Errorf("subscribe: %s %v", m, err)
+				return
+			}
+			go func() {
+				for {
+					if _, _, err := c.ReadMessage(); err != nil {
+						return
+					}
+					received.Add(1)
+				}
+			}()
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	if err := <-errc; err != nil {
+		return result{}, fmt.Errorf("%d connections: %w", n, err)
+	}
+	r.idle = settle(cmd.Process.Pid)
+	pub, _, err := websocket.DefaultDialer.Dial("ws://"+httpAddr+"/ws", nil)
+	if err != nil {
+		return result{}, err
+	}
+	defer pub.Close()
+	go func() {
+		for {
+			if _, _, err := pub.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}()
+	r.busyMax, r.owed = busyPhase(cmd.Process.Pid, n, func(k int) error {
+		return pub.WriteMessage(websocket.TextMessage, fmt.Appendf(nil, `{"id":"%d","op":"publish","uid":"p","cell":"1","expires":"1m","desc":"an incident for everyone"}`, k))
+	})
+	r.delivered = waitFor(&received, r.owed)
+	return r, nil
+}
+
+// busyPhase publishes at -rate for -busy and samples the RSS.
+func busyPhase(pid, n int, publish func(k int) error) (peak float64, owed int64) {
+	start := time.Now()
+	every := time.Second / time.Duration(*pubRate)
+	for k := 0; time.Since(start) < *busy; k++ {
+		time.Sleep(time.Until(start.Add(time.Duration(k) * every)))
+		if err := publish(k); err != nil {
+			break
+		}
+		owed += int64(n)
+		if k%10 == 0 {
+			peak = max(peak, rssMiB(pid))
+		}
+	}
+	return max(peak, rssMiB(pid)), owed
+}
+
+// waitFor waits until want messages arrived or none arrive for 3 s.
+func waitFor(got *atomic.Int64, want int64) int64 {
+	last, since := got.Load(), time.Now()
+	for got.Load() < want && time.Since(since) < 3*time.Second {
+		time.Sleep(100 * time.Millisecond)
+		if n := got.Load(); n != last {
+			last, since = n, time.Now()
+		}
+	}
+	return got.Load()
+}
+
+func runNATS(bin string, n int) (result, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return result{}, err
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command(bin, "-a", host, "-p", port)
+	if err := cmd.Start(); err != nil {
+		return result{}, err
+	}
+	defer stop(cmd)
+	for i := 0; ; i++ {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			break
+		}
+		if i > 200 {
+			return result{}, errors.New("nats-server did not start")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r := result{system: "nats-server", n: n, base: settle(cmd.Process.Pid)}
+	var received atomic.Int64
+	conns := make([]*nats.Conn, n)
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	errc := make(chan error, n)
+	sem := make(chan struct{}, 64)
+	for i := range conns {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			c, err := nats.Connect("nats://"+addr, nats.SetCustomDialer(dialer(i)), nats.MaxReconnects(0))
+			if err != nil {
+				errc <- err
+				return
+			}
+			conns[i] = c
+			// One subscription, which publications on cell.1.1 reach.
+			if _, err := c.Subscribe("cell.1.>", func(*nats.Msg) { received.Add(1) }); err != nil {
+				errc <- err
+				return
+			}
+			errc <- c.Flush()
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		if err != nil {
+			return result{}, fmt.Errorf("%d NATS connections: %w", n, err)
+		}
+	}
+	r.idle = settle(cmd.Process.Pid)
+	pub, err := nats.Connect("nats://" + addr)
+	if err != nil {
+		return result{}, err
+	}
+	defer pub.Close()
+	body := []byte(`{"op":"notification","sid":"x","seq":1,"publication":{"pid":"p","cell":"1","desc":"an incident for everyone"}}`)
+	r.busyMax, r.owed = busyPhase(cmd.Process.Pid, n, func(int) error { return pub.Publish("cell.1.1", body) })
+	pub.Flush()
+	r.delivered = waitFor(&received, r.owed)
+	return r, nil
+}
+
+func stop(cmd *exec.Cmd) {
+	cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		<-done
+	}
+}

@@ -1,0 +1,244 @@
+// Command peerbench runs one moving-user workload, closed loop, against
+// NATS core (a nats-server process, bench/natspeer) and against the broker
+// in each durability mode, in the same session, and prints their
+// throughput side by side with the ratio to NATS core.
+//
+//	go run ./bench/cmd/peerbench                 # 10k users, 3:1, 16 in flight
+//	go run ./bench/cmd/peerbench -ratio 0.333    # publication-heavy
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/seed84792017/cellcast/bench/loadgen"
+	"github.com/seed84792017/cellcast/bench/natspeer"
+	"github.com/seed84792017/cellcast/bench/workload"
+)
+
+var (
+	users      = flag.Int("users", 10_000, "moving users")
+	ratio      = flag.Float64("ratio", 3, "subscriptions per publication")
+	nOps       = flag.Int("ops", 100_000, "operations")
+	depth      = flag.Int("depth", 8, "quad tree depth")
+	window     = flag.Int("window", 16, "requests in flight per connection")
+	conns      = flag.Int("conns", 16, "subscriber connections")
+	pubConns   = flag.Int("pubconns", 4, "publisher connections")
+	runs       = flag.Int("runs", 1, "rounds of every system, alternated")
+	natsBin    = flag.String("nats-server", "", "nats-server binary (default .tools/nats-server, then $PATH)")
+	brokerBin  = flag.String("broker", "", "broker binary (default: build ./cmd/broker)")
+	durability = flag.String("durability", "sync,os", "the broker's durability modes to run, comma-separated")
+	seed       = flag.Int64("seed", 1, "workload seed")
+)
+
+func main() {
+	flag.Parse()
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "peerbench:", err)
+		os.Exit(1)
+	}
+}
+
+type row struct {
+	system      string
+	opsPerSec   float64
+	notesPerSec float64
+	// deliveredPerSec adds past results to notifications: in a closed
+	// loop the split between the two follows the timing.
+	deliveredPerSec float64
+	p50, p99        float64
+	complete, notes string
+}
+
+func run() error {
+	g, err := workload.New(workload.Config{Seed: *seed, Ops: *nOps, Users: *users, SubsPerPub: *ratio, Space: workload.Quad, Depth: *depth})
+	if err != nil {
+		return err
+	}
+	ops := g.All()
+	dir, err := os.MkdirTemp("", "peerbench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	nats, err := natsBinary()
+	if err != nil {
+		return err
+	}
+	broker := *brokerBin
+	if broker == "" {
+		broker = filepath.Join(dir, "broker")
+		build := exec.Command("go", "build", "-o", broker, "./cmd/broker")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("building the broker (run from the repository root): %w", err)
+		}
+	}
+	modes := strings.Split(*durability, ",")
+	var rows []row
+	for r := range *runs {
+		fmt.Fprintf(os.Stderr, "round %d: NATS core\n", r+1)
+		nr, err := runNATS(nats, ops)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, nr)
+		for _, m := range modes {
+			fmt.Fprintf(os.Stderr, "round %d: cellcast --durability %s\n", r+1, m)
+			cr, err := runBroker(broker, filepath.Join(dir, fmt.Sprint("data-", r, "-", m)), m, ops)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, cr)
+		}
+	}
+	fmt.Printf("%d users, %d operations, %g subscriptions per publication, closed loop, %d in flight per connection, %d+%d connections\n\n",
+		*users, len(ops), *ratio, *window, *conns, *pubConns)
+	fmt.Println("| system | ops/s | notifications/s | vs NATS core (same round) | notifications + past results /s | p50 ms | p99 ms | complete | notes |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---|---|")
+	var base float64
+	for _, r := range rows {
+		if r.system == "NATS core" {
+			base = r.notesPerSec
+		}
+		fmt.Printf("| %s | %.0f | %.0f | %.2f× | %.0f | %.1f | %.1f | %s | %s |\n", r.system, r.opsPerSec, r.notesPerSec, r.notesPerSec/base,
+			r.deliveredPerSec, r.p50, r.p99, r.complete, r.notes)
+	}
+	return nil
+}
+
+func natsBinary() (string, error) {
+	if *natsBin != "" {
+		return *natsBin, nil
+	}
+	if p, err := filepath.Abs(".tools/nats-server"); err == nil {
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath("nats-server")
+	if err != nil {
+		return "", errors.New("no nats-server: run `make tools` (installs .tools/nats-server) or pass -nats-server")
+	}
+	return p, nil
+}
+
+func runNATS(bin string, ops []workload.Op) (row, error) {
+	port, err := freePort()
+	if err != nil {
+		return row{}, err
+	}
+	cmd := exec.Command(bin, "-a", "127.0.0.1", "-p", strconv.Itoa(port))
+	if err := cmd.Start(); err != nil {
+		return row{}, err
+	}
+	defer stop(cmd)
+	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	if err := waitTCP(fmt.Sprint("127.0.0.1:", port)); err != nil {
+		return row{}, err
+	}
+	rep, err := natspeer.Run(context.Background(), natspeer.Config{URL: url, Ops: ops, Conns: *conns, PubConns: *pubConns, Window: *window})
+	if err != nil {
+		return row{}, err
+	}
+	return row{system: "NATS core", opsPerSec: rep.OpsPerSec, notesPerSec: rep.NotesPerSec, deliveredPerSec: rep.NotesPerSec, p50: rep.LatencyMs[0], p99: rep.LatencyMs[1],
+		complete: "not checked (no past results, nothing stored)", notes: fmt.Sprintf("%d dropped as slow consumers", rep.Dropped)}, nil
+}
+
+func runBroker(bin, data, mode string, ops []workload.Op) (row, error) {
+	httpAddr, err := freeAddr()
+	if err != nil {
+		return row{}, err
+	}
+	natsAddr, err := freeAddr()
+	if err != nil {
+		return row{}, err
+	}
+	cmd := exec.Command(bin, "--data", data, "--http", httpAddr, "--nats-listen", natsAddr, "--durability", mode,
+		"--rate", "1e9", "--burst", "1000000000", "--max-subscriptions", strconv.Itoa(len(ops)), "--log-level", "warn")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return row{}, err
+	}
+	defer stop(cmd)
+	if err := waitReady(httpAddr); err != nil {
+		return row{}, err
+	}
+	rep, err := loadgen.Run(context.Background(), loadgen.Config{WSURL: "ws://" + httpAddr + "/ws", MetricsURL: "http://" + httpAddr + "/metrics",
+		Ops: ops, Closed: true, Conns: *conns, PubConns: *pubConns, Window: *window, Seed: *seed})
+	if err != nil {
+		return row{}, err
+	}
+	c := rep.Completeness
+	complete := fmt.Sprintf("100%% of %d live + %d past", c.ExpectedLive, c.ExpectedPast)
+	if !c.OK() {
+		complete = fmt.Sprintf("INCOMPLETE: %d missing, %d duplicates, %d unexpected", c.Missing, c.Duplicates, c.Unexpected)
+	}
+	notes := fmt.Sprintf("%d past results", rep.PastResults)
+	if len(rep.Errors) > 0 {
+		notes += fmt.Sprintf("; errors %v", rep.Errors)
+	}
+	return row{system: "cellcast, " + mode, opsPerSec: rep.OpsPerSec, notesPerSec: rep.NotesPerSec,
+		deliveredPerSec: float64(rep.Notifications+rep.PastResults) / rep.Seconds, p50: rep.Latency.P50, p99: rep.Latency.P99,
+		complete: complete, notes: notes}, nil
+}
+
+func stop(cmd *exec.Cmd) {
+	cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		<-done
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func freeAddr() (string, error) {
+	p, err := freePort()
+	return fmt.Sprint("127.0.0.1:", p), err
+}
+
+func waitTCP(addr string) error {
+	for range 200 {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("nothing listens on %s", addr)
+}
+
+func waitReady(addr string) error {
+	for range 600 {
+		if resp, err := http.Get("http://" + addr + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("the broker on %s did not become ready", addr)
+}

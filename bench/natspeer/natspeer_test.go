@@ -1,0 +1,127 @@
+package natspeer
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/seed84792017/cellcast/bench/workload"
+	"github.com/seed84792017/cellcast/dewey"
+)
+
+func startServer(t *testing.T) string {
+	t.Helper()
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(5 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	t.Cleanup(ns.Shutdown)
+	return ns.ClientURL()
+}
+
+// overlaps is the oracle: one cell is a prefix of the other.
+func overlaps(a, b dewey.ID) bool {
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func randomCell(rng *rand.Rand) dewey.ID {
+	c := make(dewey.ID, 1+rng.Intn(5))
+	for i := range c {
+		c[i] = uint32(1 + rng.Intn(3))
+	}
+	return c
+}
+
+// A subscription's subjects hear a publication on a cell's subject once
+// when the two cells overlap, and never otherwise — on a real server.
+func TestSubjectsHearOverlappingCellsOnce(t *testing.T) {
+	nc, err := nats.Connect(startServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	rng := rand.New(rand.NewSource(1))
+	subs := make([]dewey.ID, 40)
+	got := make([]map[string]int, len(subs))
+	for i := range subs {
+		subs[i], got[i] = randomCell(rng), map[string]int{}
+		for _, subj := range Subjects(subs[i]) {
+			if _, err := nc.Subscribe(subj, func(m *nats.Msg) { got[i][string(m.Data)]++ }); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	pubs := make([]dewey.ID, 60)
+	for j := range pubs {
+		pubs[j] = randomCell(rng)
+		if err := nc.Publish(Subject(pubs[j]), []byte(fmt.Sprint(j))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // the handlers run on the connection's goroutine
+	nc.Close()
+	for i, s := range subs {
+		for j, p := range pubs {
+			want := 0
+			if overlaps(s, p) {
+				want = 1
+			}
+			if n := got[i][fmt.Sprint(j)]; n != want {
+				t.Fatalf("subscription at %v heard publication at %v %d times, want %d", s, p, n, want)
+			}
+		}
+	}
+}
+
+// A run delivers each overlapping pair at most once and nothing else.
+func TestRunCountsEveryNotification(t *testing.T) {
+	url := startServer(t)
+	rng := rand.New(rand.NewSource(2))
+	var ops []workload.Op
+	for i := range 30 {
+		ops = append(ops, workload.Op{Kind: workload.Subscribe, Uid: fmt.Sprint("u", i), Cell: randomCell(rng), Future: time.Hour})
+	}
+	var want atomic.Int64
+	for range 50 {
+		p := workload.Op{Kind: workload.Publish, Uid: "p", Cell: randomCell(rng), Expires: time.Minute, Desc: "incident"}
+		for _, s := range ops[:30] {
+			if overlaps(s.Cell, p.Cell) {
+				want.Add(1)
+			}
+		}
+		ops = append(ops, p)
+	}
+	rep, err := Run(context.Background(), Config{URL: url, Ops: ops, Conns: 3, PubConns: 2, Window: 4, Settle: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Subscribes != 30 || rep.Publishes != 50 || rep.Dropped != 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	// Publishers run beside the subscribers, so a pair arrives once or,
+	// its subscription not yet in place, not at all; never twice.
+	if rep.Notifications > want.Load() || rep.Notifications == 0 {
+		t.Fatalf("%d notifications, want at most %d and some", rep.Notifications, want.Load())
+	}
+}
