@@ -9,9 +9,17 @@ import (
 // closePolicy closes a connection whose token expired or was revoked.
 const closePolicy = websocket.ClosePolicyViolation
 
-// expireAt closes the connection with a policy close frame when its token
-// expires (never for a zero time). The returned stop cancels the timer.
-func (c *wsConn) expireAt(t time.Time) (stop func()) {
+// watchToken closes the connection with a policy close frame when its
+// token expires at t (never for a zero time), and at once if the verifier
+// refuses it by now: a connection that joined g.conns after a reload's
+// Reverify looked must still meet the new tokens. The returned stop
+// cancels the timer.
+func (c *wsConn) watchToken(t time.Time) (stop func()) {
+	if c.g.cfg.Auth != nil {
+		if id, err := c.g.cfg.Auth.Verify(c.tok); err != nil || id.UID != c.user {
+			c.close(closePolicy, "token revoked", false)
+		}
+	}
 	if t.IsZero() {
 		return func() {}
 	}

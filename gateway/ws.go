@@ -152,7 +152,7 @@ func (g *Gateway) ServeWS(w http.ResponseWriter, r *http.Request) {
 	if g.metrics != nil {
 		g.metrics.Connections.WithLabelValues("ws").Inc()
 	}
-	defer c.expireAt(id.Expires)()
+	defer c.watchToken(id.Expires)()
 	c.read()
 }
 
