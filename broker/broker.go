@@ -72,7 +72,8 @@ type Config struct {
 	MetricsToken string
 	// NATSRequireIsolation refuses to start when an external NATS server
 	// lets a client without credentials read other users' replies or
-	// notifications (otherwise a warning).
+	// notifications, or denies the broker a permission it needs
+	// (otherwise a warning).
 	NATSRequireIsolation bool
 	// HTTP bounds the HTTP server: timeouts, header size, connections.
 	HTTP HTTPLimits
@@ -247,6 +248,14 @@ func Start(cfg Config) (_ *Broker, err error) {
 	reg.MustRegister(newEngineCollector(b.store, names))
 	if b.stopNATS, err = b.gw.ServeNATS(b.nc); err != nil {
 		return nil, fmt.Errorf("nats subscriptions: %w", err)
+	}
+	if cfg.NATSURL != "" {
+		if err := checkOwnPermissions(b.nc); err != nil {
+			if cfg.NATSRequireIsolation {
+				return nil, err
+			}
+			b.log.Warn(err.Error())
+		}
 	}
 	if err := b.listen(reg, tlsConf); err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	neturl "net/url"
 	"strings"
@@ -116,4 +117,22 @@ func probeIsolation(url string, tlsOpt nats.Option) []string {
 		}
 	}
 	return found
+}
+
+// checkOwnPermissions tries, on an external server, what the broker must
+// be allowed beyond the request subscriptions ServeNATS has made: a
+// notification and a reply, on subjects nobody reads. The server refuses
+// what it does not permit with an error that nats.go records as the
+// connection's last error before it reads the flush's pong.
+func checkOwnPermissions(nc *nats.Conn) error {
+	const probe = "cellcast-permission-probe"
+	nc.Publish(gateway.SubjectNotify+"."+probe, nil)
+	nc.Publish(gateway.InboxPrefix(probe)+".x", nil)
+	if err := nc.FlushTimeout(5 * time.Second); err != nil {
+		return fmt.Errorf("nats: checking the broker's permissions: %w", err)
+	}
+	if err := nc.LastError(); errors.Is(err, nats.ErrPermissionViolation) {
+		return fmt.Errorf("the broker's NATS user lacks a permission it needs (docs/security.md lists them): %w", err)
+	}
+	return nil
 }

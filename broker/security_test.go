@@ -225,7 +225,9 @@ const isolatingConf = `authorization {
 func TestSecurityExternalPermissionErrorDoesNotCrash(t *testing.T) {
 	addr := externalNATS(t, isolatingConf)
 	waitNATS(t, "nats://alice:alicepw@"+addr)
-	b := start(t, Config{NATSURL: "nats://broker:brokerpw@" + addr, NATSRequireIsolation: true})
+	// Started without NATSRequireIsolation: the start-up check finds the
+	// missing _INBOX permission and only warns.
+	b := start(t, Config{NATSURL: "nats://broker:brokerpw@" + addr})
 	bnc, _ := natsErrs(t, "nats://bob:bobpw@"+addr, nats.CustomInboxPrefix(gateway.InboxPrefix("bob")))
 	for i := 0; i < 3; i++ {
 		data, _ := json.Marshal(msg{"uid": "bob", "cell": "1.7", "future": "1m"})
@@ -238,6 +240,29 @@ func TestSecurityExternalPermissionErrorDoesNotCrash(t *testing.T) {
 	if code, _ := getStatus(t, "http://"+b.HTTPAddr()+"/readyz", nil); code != 200 {
 		t.Fatalf("readyz after permission errors: %d", code)
 	}
+}
+
+// TestSecurityExternalNATSPermissionsChecked: with isolation required,
+// a broker whose own user may not answer in users' inboxes or subscribe
+// to the request subjects refuses to start; given what docs/security.md
+// lists, it starts.
+func TestSecurityExternalNATSPermissionsChecked(t *testing.T) {
+	addr := externalNATS(t, `authorization {
+  users = [
+    {user: noreply, password: pw, permissions: {publish: ["cellcast.>"], subscribe: ["cellcast.>"]}}
+    {user: nosub, password: pw, permissions: {publish: ["cellcast.>", "_INBOX.>"], subscribe: ["cellcast.pub.>"]}}
+    {user: broker, password: pw, permissions: {publish: ["cellcast.>", "_INBOX.>"], subscribe: ["cellcast.>"]}}
+  ]
+}
+`)
+	waitNATS(t, "nats://broker:pw@"+addr)
+	for _, user := range []string{"noreply", "nosub"} {
+		_, err := Start(Config{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", NATSURL: "nats://" + user + ":pw@" + addr, NATSRequireIsolation: true, Log: quietLog()})
+		if err == nil || !errors.Is(err, nats.ErrPermissionViolation) {
+			t.Fatalf("broker as %s: %v", user, err)
+		}
+	}
+	start(t, Config{NATSURL: "nats://broker:pw@" + addr, NATSRequireIsolation: true})
 }
 
 // TestSecurityExternalNATSWithoutIsolation: an external server that lets

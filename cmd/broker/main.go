@@ -95,7 +95,7 @@ func run(args []string) int {
 	fs.StringVar(&c.NATSURL, "nats-url", "", "external NATS server URL; empty embeds one")
 	fs.StringVar(&c.NATSListen, "nats-listen", "127.0.0.1:4222", "client address of the embedded NATS server")
 	fs.StringVar(&c.NATSToken, "nats-token", "", "the broker's token for an external NATS server")
-	fs.BoolVar(&c.NATSRequireIsolation, "nats-require-isolation", false, "refuse to start when an external NATS server lets a client without credentials read other users' replies or notifications (default: a warning)")
+	fs.BoolVar(&c.NATSRequireIsolation, "nats-require-isolation", false, "refuse to start when an external NATS server lets a client without credentials read other users' replies or notifications, or denies the broker a permission it needs (default: a warning)")
 	fs.StringVar(&c.Storage, "storage", "dualdb", "storage architecture: dualdb or twodb")
 	fs.StringVar(&c.TokensFile, "auth-tokens", "", "file of \"token uid\" lines: bearer tokens clients may present")
 	fs.StringVar(&c.HMACSecretFile, "auth-hmac-secret-file", "", "file holding the secret (≥ 32 bytes) that signs HS256 JWT bearer tokens; the uid is the \"sub\" claim. Both auth files are read again on SIGHUP")
