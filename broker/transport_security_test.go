@@ -111,6 +111,36 @@ func TestSecurityConnectionCap(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// WebSockets hold their slot while open, and free it when they end.
+	for _, c := range held[1:] {
+		c.Close()
+	}
+	var wss []*client
+	for len(wss) < 5 {
+		if c, err := dialErr(b, nil); err == nil {
+			wss = append(wss, c)
+		} else if time.Now().After(deadline) {
+			t.Fatalf("WebSocket %d: %v", len(wss), err)
+		} else {
+			time.Sleep(20 * time.Millisecond) // a closed slot frees once the broker sees the close
+		}
+	}
+	if c, err := dialErr(b, nil); err == nil {
+		c.ws.Close()
+		t.Fatal("a sixth connection past the cap")
+	}
+	for _, c := range wss {
+		c.ws.Close()
+	}
+	for deadline = time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if c, err := dialErr(b, nil); err == nil {
+			c.ws.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("closed WebSockets keep their slots")
+		}
+	}
 }
 
 // TestSecurityHungUpHTTPPublish: a publish whose client hangs up right
