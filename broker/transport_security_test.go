@@ -27,6 +27,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/seed84792017/cellcast/gateway"
+	"github.com/seed84792017/cellcast/lsm/vfs"
 )
 
 // closedByServer reads c until the broker closes it, failing if it is
@@ -147,7 +148,15 @@ func TestSecurityConnectionCap(t *testing.T) {
 // after sending it is either not stored, or stored and pushed to the live
 // subscriber: never stored and silent.
 func TestSecurityHungUpHTTPPublish(t *testing.T) {
-	b := start(t, Config{})
+	// Slow fsyncs keep each publish waiting for the disk while its client
+	// hangs up, so the request's context is cancelled mid-write.
+	slow := vfs.Inject(vfs.Default, func(op vfs.Op, _ string) error {
+		if op == vfs.OpSync {
+			time.Sleep(20 * time.Millisecond)
+		}
+		return nil
+	})
+	b := start(t, Config{FS: slow})
 	ws := dial(t, b, nil)
 	wantOp(t, ws.do(msg{"op": "subscribe", "uid": "s", "cell": "1.18", "future": "1m"}), "subscribed")
 	const n = 40
