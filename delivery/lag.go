@@ -31,7 +31,7 @@ func (h *Hub) replay(r *route, res *subscriptions.ReplayResult) bool {
 	var sent uint64
 	for i := range res.Pubs {
 		p := &res.Pubs[i]
-		n := &Notification{Sid: r.sid, Uid: r.uid, Seq: Seq(&res.Sub, p), Pub: p, Body: h.cfg.Encode(p), Replayed: true}
+		n := &Notification{Sid: r.sid, Uid: res.Sub.Uid, Seq: Seq(&res.Sub, p), Pub: p, Body: h.cfg.Encode(p), Replayed: true}
 		if n.Seq <= r.last {
 			continue
 		}
@@ -110,7 +110,7 @@ func (h *Hub) catchUp(ctx context.Context, r *route) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	nr := &route{sink: r.sink, sid: r.sid, uid: r.uid, ts: r.ts, from: res.Now, tmax: min(tmax, res.Sub.Tmax), last: after}
+	nr := &route{sink: r.sink, sid: r.sid, ts: r.ts, from: res.Now, tmax: min(tmax, res.Sub.Tmax), last: after}
 	if !h.attach(nr, r) {
 		return true, nil
 	}

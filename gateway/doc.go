@@ -23,7 +23,7 @@
 // token (auth), the per-connection and per-user quotas, and the whole of
 // it is validated before a new topic is registered. A WebSocket closes
 // with 1008 when its token expires or is revoked (expiry.go); the writer
-// is the only one to write to its socket, gorilla/websocket's own close
-// frames included (wsguard.go). NATS replies go only to the requester's
-// own inbox, _INBOX.<uid>.
+// is the only one to write to its socket (gorilla/websocket only does the
+// handshake). NATS replies go only to the requester's own inbox,
+// _INBOX.<uid>.
 package gateway

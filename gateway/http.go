@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -99,3 +100,23 @@ func (s *httpSession) admit() bool         { return true }
 func (s *httpSession) holds(string)        {}
 func (s *httpSession) reply(b []byte)      { s.out = b }
 func (s *httpSession) failed(e *Error)     { s.err, s.retry = e.Code, e.RetryAfter }
+
+// readAtMost reads r into buf, failing past max bytes.
+func readAtMost(r io.Reader, buf []byte, max int) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if len(buf) > max {
+			return buf, fmt.Errorf("request over %d bytes", max)
+		}
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}

@@ -1,10 +1,8 @@
 package gateway
 
 import (
-	"bufio"
 	"context"
-	"errors"
-	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -69,7 +67,8 @@ func (f *frame) size() int {
 // close reply go through the queue too.
 type wsConn struct {
 	g    *Gateway
-	ws   *websocket.Conn
+	conn net.Conn // gorilla/websocket does the handshake; the broker frames both ways itself
+	one  [1]byte  // what an idle reader waits on
 	sw   *stallWriter
 	user string
 	tok  string // the bearer token, checked again on reload (Reverify)
@@ -111,12 +110,6 @@ func (g *Gateway) ServeWS(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	uid := id.UID
-	if e := g.users.connect(uid); e != nil {
-		writeJSON(w, http.StatusTooManyRequests, errorFrame(nil, e))
-		return
-	}
-	defer g.users.disconnect(uid)
 	g.mu.Lock()
 	closing := g.closing
 	g.mu.Unlock()
@@ -124,11 +117,18 @@ func (g *Gateway) ServeWS(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
 		return
 	}
-	ws, raw, err := upgrade(g.upgrader, w, r)
+	uid := id.UID
+	if e := g.users.connect(uid); e != nil {
+		writeJSON(w, http.StatusTooManyRequests, errorFrame(nil, e))
+		return
+	}
+	ws, err := g.upgrader.Upgrade(w, r, nil)
 	if err != nil {
+		g.users.disconnect(uid)
 		return // the upgrader has answered
 	}
-	c := &wsConn{g: g, ws: ws, sw: &stallWriter{conn: raw}, user: uid, tok: tok,
+	raw := ws.NetConn()
+	c := &wsConn{g: g, conn: raw, sw: &stallWriter{conn: raw}, user: uid, tok: tok,
 		lim: rate.NewLimiter(rate.Limit(g.limits.Rate), g.limits.Burst), sids: map[string]struct{}{},
 		closed: make(chan struct{}), readDone: make(chan struct{})}
 	c.q = newSendQueue(g.limits.SendQueue, g.limits.SendQueueBytes, func() { go c.writer() })
@@ -137,12 +137,8 @@ func (g *Gateway) ServeWS(w http.ResponseWriter, r *http.Request) {
 	if g.closing {
 		g.mu.Unlock()
 		c.pinger.Stop()
-		// Straight to the socket: no writer runs yet, and gorilla's own
-		// writes are refused (wsguard.go).
-		raw.SetWriteDeadline(time.Now().Add(time.Second))
-		bw := bufio.NewWriterSize(raw, 128)
-		writeFrame(bw, frame{op: websocket.CloseMessage, data: websocket.FormatCloseMessage(closeGoingAway, "shutting down")})
-		bw.Flush()
+		g.users.disconnect(uid)
+		ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(closeGoingAway, "shutting down"), time.Now().Add(time.Second))
 		ws.Close()
 		return
 	}
@@ -152,8 +148,15 @@ func (g *Gateway) ServeWS(w http.ResponseWriter, r *http.Request) {
 	if g.metrics != nil {
 		g.metrics.Connections.WithLabelValues("ws").Inc()
 	}
-	defer c.watchToken(id.Expires)()
-	c.read()
+	// A goroutine of its own, so that the HTTP server's request, response
+	// and write buffer, which its goroutine holds while the handler runs,
+	// go now. The user's connection slot and the token's timer last as
+	// long as the reader.
+	go func() {
+		defer g.users.disconnect(uid)
+		defer c.watchToken(id.Expires)()
+		c.read()
+	}()
 }
 
 func (c *wsConn) transport() string   { return "ws" }
@@ -242,7 +245,7 @@ func (c *wsConn) cut(code int, why, reason string) {
 		return
 	default:
 	}
-	c.g.log.Warn("cutting a WebSocket client", "reason", why, "remote", c.ws.RemoteAddr().String(), "uid", c.user)
+	c.g.log.Warn("cutting a WebSocket client", "reason", why, "remote", c.conn.RemoteAddr().String(), "uid", c.user)
 	if c.g.metrics != nil {
 		c.g.metrics.Cuts.WithLabelValues(why).Inc()
 	}
@@ -259,117 +262,8 @@ func (c *wsConn) close(code int, reason string, drain bool) {
 	})
 }
 
-func (c *wsConn) read() {
-	p := newPipeline()
-	defer func() {
-		// The writer detaches the connection's subscriptions once
-		// readDone closes: no request may still be adding one.
-		p.wait()
-		close(c.readDone)
-		c.close(0, "", false) // the reader ended: hang up without a close frame
-	}()
-	max := c.g.limits.MaxFrame
-	// Frames up to 16× the limit are read and refused with an error; past
-	// that the connection closes (1009), so nobody streams endless data.
-	c.ws.SetReadLimit(int64(max) * 16)
-	c.ws.SetReadDeadline(time.Now().Add(pongWait))
-	c.ws.SetPongHandler(func(string) error { return c.ws.SetReadDeadline(time.Now().Add(pongWait)) })
-	c.ws.SetPingHandler(func(data string) error {
-		c.control(websocket.PongMessage, []byte(data))
-		return nil
-	})
-	c.ws.SetCloseHandler(func(code int, _ string) error {
-		// Echo the client's close; the writer sends it and hangs up.
-		c.close(code, "", true)
-		return nil
-	})
-	for {
-		_, r, err := c.ws.NextReader()
-		if err != nil {
-			c.readFailed(err)
-			return
-		}
-		c.ws.SetReadDeadline(time.Now().Add(pongWait))
-		data, err := readMessage(r, max)
-		switch {
-		case errors.Is(err, errTooLarge):
-			if _, err := io.Copy(io.Discard, r); err != nil {
-				c.readFailed(err)
-				return
-			}
-			p.run(c, func(_ context.Context, s session) {
-				s.reply(errorFrame(nil, errorf(CodeTooLarge, "request over %d bytes", max)))
-			})
-			c.count("other", CodeTooLarge)
-			continue
-		case err != nil:
-			c.readFailed(err)
-			return
-		}
-		if !c.lim.Allow() {
-			req, _ := decodeRequest(data)
-			e := errorf(CodeOverloaded, "over %g requests per second; slow down", c.g.limits.Rate)
-			e.Limit = LimitConnRate
-			r := c.lim.Reserve() // only to learn when a token is due
-			// At least one token's time: a token may have come due
-			// between Allow and Reserve, but the client is over the rate.
-			e.RetryAfter = time.Duration(float64(time.Second) / c.g.limits.Rate)
-			if d := r.Delay(); d > e.RetryAfter {
-				e.RetryAfter = d
-			}
-			r.Cancel()
-			p.run(c, func(_ context.Context, s session) { s.reply(errorFrame(req.ID, e)) })
-			c.count("other", CodeOverloaded)
-			continue
-		}
-		p.run(c, func(ctx context.Context, s session) { c.g.serve(ctx, s, data) })
-	}
-}
-
-// readBufs hold messages while they are read: a connection keeps no read
-// buffer of its own between requests.
-var readBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
-
-// readMessage reads one message of at most max bytes into a buffer of its
-// own.
-func readMessage(r io.Reader, max int) ([]byte, error) {
-	bp := readBufs.Get().(*[]byte)
-	buf, err := readAtMost(r, (*bp)[:0], max)
-	var data []byte
-	if err == nil {
-		data = append([]byte(nil), buf...)
-	}
-	if cap(buf) <= 64<<10 {
-		*bp = buf[:0]
-		readBufs.Put(bp)
-	}
-	return data, err
-}
-
 func (c *wsConn) count(op, outcome string) {
 	if c.g.metrics != nil {
 		c.g.metrics.Requests.WithLabelValues("ws", op, outcome).Inc()
-	}
-}
-
-var errTooLarge = errors.New("frame too large")
-
-// readAtMost reads r into buf, failing with errTooLarge past max bytes.
-func readAtMost(r io.Reader, buf []byte, max int) ([]byte, error) {
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if len(buf) > max {
-			return buf, errTooLarge
-		}
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
 	}
 }

@@ -51,7 +51,7 @@ func (c *wsConn) writeFailed(err error, tail []byte) {
 		}
 	default:
 	}
-	c.g.log.Warn("cutting a WebSocket client", "reason", why, "remote", c.ws.RemoteAddr().String(), "uid", c.user, "err", err)
+	c.g.log.Warn("cutting a WebSocket client", "reason", why, "remote", c.conn.RemoteAddr().String(), "uid", c.user, "err", err)
 	if c.g.metrics != nil {
 		c.g.metrics.Cuts.WithLabelValues(why).Inc()
 	}
@@ -151,7 +151,7 @@ func (c *wsConn) finish(bw *bufio.Writer) {
 			c.write(bw, []frame{{op: websocket.CloseMessage, data: websocket.FormatCloseMessage(c.code, c.reason)}})
 		}
 	}
-	c.ws.Close()
+	c.conn.Close()
 	<-c.readDone
 	g.mu.Lock()
 	delete(g.conns, c)
@@ -189,7 +189,7 @@ func (c *wsConn) write(bw *bufio.Writer, fs []frame) bool {
 	if len(fs) == 0 {
 		return true
 	}
-	c.ws.NetConn().SetWriteDeadline(time.Now().Add(c.g.limits.WriteTimeout))
+	c.conn.SetWriteDeadline(time.Now().Add(c.g.limits.WriteTimeout))
 	for _, f := range fs {
 		if tail, err := writeFrame(bw, f); err != nil {
 			c.writeFailed(err, tail)

@@ -35,6 +35,8 @@ var (
 	pubRate   = flag.Int("rate", 50, "publications per second in the busy phase, each reaching every connection")
 	busy      = flag.Duration("busy", 5*time.Second, "length of the busy phase")
 	sources   = flag.Int("sources", 16, "loopback source addresses the clients dial from")
+	storm     = flag.Int("storm", 1000, "connections dialled at once")
+	hold      = flag.Duration("hold", 0, "keep the broker's connections idle this long before the busy phase, e.g. to take its profiles (it runs with --pprof)")
 )
 
 func main() {
@@ -50,6 +52,7 @@ type result struct {
 	n                   int
 	base, idle, busyMax float64 // RSS MiB
 	delivered, owed     int64
+	connect             time.Duration // from the first dial to the last subscription in place
 }
 
 func run() error {
@@ -90,8 +93,9 @@ func run() error {
 			results = append(results, r)
 		}
 	}
-	fmt.Println("| system | connections | RSS MiB (empty, idle, busy peak) | KiB per connection idle | KiB per connection busy | vs nats-server idle | delivered in the busy phase |")
-	fmt.Println("|---|---:|---|---:|---:|---:|---|")
+	fmt.Printf("%d dialled at once\n\n", *storm)
+	fmt.Println("| system | connections | connected and subscribed in | RSS MiB (empty, idle, busy peak) | KiB per connection idle | KiB per connection busy | vs nats-server idle | delivered in the busy phase |")
+	fmt.Println("|---|---:|---:|---|---:|---:|---:|---|")
 	var natsIdle = map[int]float64{}
 	for _, r := range results {
 		if r.system == "nats-server" {
@@ -104,7 +108,8 @@ func run() error {
 		if v := natsIdle[r.n]; v > 0 {
 			ratio = fmt.Sprintf("%.2f×", idle/v)
 		}
-		fmt.Printf("| %s | %d | %.0f, %.0f, %.0f | %.1f | %.1f | %s | %d of %d |\n", r.system, r.n, r.base, r.idle, r.busyMax, idle, busy, ratio, r.delivered, r.owed)
+		fmt.Printf("| %s | %d | %.1f s | %.0f, %.0f, %.0f | %.1f | %.1f | %s | %d of %d |\n", r.system, r.n, r.connect.Seconds(), r.base, r.idle, r.busyMax,
+			idle, busy, ratio, r.delivered, r.owed)
 	}
 	return nil
 }
@@ -183,7 +188,7 @@ func runBroker(bin, data string, n int) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	cmd := exec.Command(bin, "--data", data, "--http", httpAddr, "--nats-listen", natsAddr, "--log-level", "warn")
+	cmd := exec.Command(bin, "--data", data, "--http", httpAddr, "--nats-listen", natsAddr, "--log-level", "warn", "--pprof")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return result{}, err
@@ -213,7 +218,8 @@ func runBroker(bin, data string, n int) (result, error) {
 	}()
 	var wg sync.WaitGroup
 	errc := make(chan error, n)
-	sem := make(chan struct{}, 64)
+	sem := make(chan struct{}, *storm)
+	t0 := time.Now()
 	for i := range conns {
 		wg.Add(1)
 		sem <- struct{}{}
@@ -250,11 +256,16 @@ func runBroker(bin, data string, n int) (result, error) {
 		}()
 	}
 	wg.Wait()
+	r.connect = time.Since(t0)
 	close(errc)
 	if err := <-errc; err != nil {
 		return result{}, fmt.Errorf("%d connections: %w", n, err)
 	}
 	r.idle = settle(cmd.Process.Pid)
+	if *hold > 0 {
+		fmt.Fprintf(os.Stderr, "%d idle connections on http://%s/debug/pprof/ for %v\n", n, httpAddr, *hold)
+		time.Sleep(*hold)
+	}
 	pub, _, err := websocket.DefaultDialer.Dial("ws://"+httpAddr+"/ws", nil)
 	if err != nil {
 		return result{}, err
@@ -336,7 +347,8 @@ func runNATS(bin string, n int) (result, error) {
 	}()
 	var wg sync.WaitGroup
 	errc := make(chan error, n)
-	sem := make(chan struct{}, 64)
+	sem := make(chan struct{}, *storm)
+	t0 := time.Now()
 	for i := range conns {
 		wg.Add(1)
 		sem <- struct{}{}
@@ -358,6 +370,7 @@ func runNATS(bin string, n int) (result, error) {
 		}()
 	}
 	wg.Wait()
+	r.connect = time.Since(t0)
 	close(errc)
 	for err := range errc {
 		if err != nil {
