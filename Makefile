@@ -4,6 +4,8 @@ GO ?= go
 # a target with "context deadline exceeded" when a duration runs out
 # (golang/go#75804, fixed in 1.27). 200k runs take 3-12 s per target here.
 FUZZTIME ?= 200000x
+# Whole requests through the HTTP and NATS paths write to a store: fewer.
+SERVE_FUZZTIME ?= 20000x
 
 .PHONY: test vet tools unit peers browser demo-ui demo-perf race fuzz bench-lsm bench-broker bench-storage bench-pebble bench-index
 
@@ -65,6 +67,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzBatch$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./lsm
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./dewey
 	$(GO) test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./gateway
+	$(GO) test -run '^$$' -fuzz '^FuzzServe$$' -fuzztime $(SERVE_FUZZTIME) -fuzzminimizetime 1s ./gateway
 	$(GO) test -run '^$$' -fuzz '^FuzzFrame$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./gateway
 	$(GO) test -run '^$$' -fuzz '^FuzzFragment$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./listdb
 	$(GO) test -run '^$$' -fuzz '^FuzzTrace$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./bench/workload

@@ -1,6 +1,9 @@
 // Package auth verifies the bearer tokens clients present: tokens listed
-// in a static file, and HMAC-signed tokens (JWT, HS256) that carry the
-// user id in "sub" and an optional expiry in "exp". A verified token
-// yields the uid a client acts as; it subscribes only as that uid and
-// receives only that uid's notifications.
+// in a static file, and HMAC-signed tokens (JWT, HS256, checked by
+// golang-jwt) that carry the user id in "sub", an expiry in "exp"
+// (required unless allowed to be missing), and optionally "nbf", "iss"
+// and "aud". A verified token yields an Identity: the uid a client acts
+// as and when the token expires, which is when the transports close the
+// connection it opened. Swap lets a broker reload its token files without
+// a restart.
 package auth

@@ -3,8 +3,6 @@ package broker
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,7 +11,6 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -40,7 +37,7 @@ import (
 // Config shapes a broker. Zero fields take the defaults noted.
 type Config struct {
 	DataDir  string // default "./data"
-	HTTPAddr string // HTTP API, /ws, /metrics; default 127.0.0.1:8080 (port 0 picks one)
+	HTTPAddr string // HTTP API, /ws, health; default 127.0.0.1:8080 (port 0 picks one)
 	// NATSURL points at an external NATS server; empty embeds one listening
 	// on NATSListen (default 127.0.0.1:4222; port 0 picks one).
 	NATSURL    string
@@ -48,12 +45,37 @@ type Config struct {
 	NATSToken  string // the broker's own token for an external server
 	Storage    string // "dualdb" (default) or "twodb"
 	// Auth: either or both. Without any, the broker runs open, which it
-	// allows on loopback addresses only.
+	// allows only when every listener and the NATS connection stay on
+	// loopback. Both files are read again by Reload (SIGHUP).
 	TokensFile     string
 	HMACSecretFile string
-	GeoDepth       int // quad tree depth of a lat/lng point; default 12
-	Limits         subscriptions.Limits
-	Gateway        gateway.Limits
+	// JWT checks: the required "iss" and "aud" (empty: not checked), the
+	// clock skew forgiven on "exp" and "nbf" (zero: none), and whether a
+	// JWT without "exp" is accepted (by default it is refused).
+	AuthIssuer, AuthAudience string
+	AuthLeeway               time.Duration
+	AuthAllowNoExpiry        bool
+	// TLSCert and TLSKey (PEM files) turn on TLS for HTTP and WebSocket
+	// and for the embedded NATS server's clients.
+	TLSCert, TLSKey string
+	// MetricsAddr serves /metrics and /debug/pprof/ on a listener of their
+	// own. Empty: on the HTTP address, but only if that is loopback or
+	// MetricsToken is set.
+	MetricsAddr string
+	// MetricsToken, when set, is required as a bearer token on /metrics
+	// and /debug/pprof/.
+	MetricsToken string
+	// NATSRequireIsolation refuses to start when an external NATS server
+	// lets a client without credentials read other users' replies or
+	// notifications, or denies the broker a permission it needs
+	// (otherwise a warning).
+	NATSRequireIsolation bool
+	// HTTP bounds the HTTP server: timeouts, header size, connections.
+	HTTP HTTPLimits
+
+	GeoDepth int // quad tree depth of a lat/lng point; default 12
+	Limits   subscriptions.Limits
+	Gateway  gateway.Limits
 	// Durability is what a write has reached when it is acknowledged:
 	// listdb.Synced (the zero value, the default), or listdb.Written.
 	Durability listdb.Durability
@@ -63,7 +85,7 @@ type Config struct {
 	// overloaded. Defaults 1,000,000 and 256 MiB.
 	MaxBacklog      int
 	MaxBacklogBytes int64
-	Pprof           bool // serve /debug/pprof/ on the HTTP address
+	Pprof           bool // serve /debug/pprof/ where /metrics is served
 	// FS is the store's file system; nil is the OS's. Tests inject disk
 	// faults through it (lsm/vfs).
 	FS vfs.FS
@@ -89,6 +111,9 @@ type Broker struct {
 	stopNATS func() error
 	http     *http.Server
 	ln       net.Listener
+	metrics  *http.Server // nil when metrics share the HTTP listener
+	mln      net.Listener
+	auth     *auth.Swap // nil in open mode
 	ready    atomic.Bool
 	served   chan error
 }
@@ -115,19 +140,7 @@ func (c *Config) withDefaults() {
 	if c.Log == nil {
 		c.Log = slog.Default()
 	}
-}
-
-// loopback reports whether addr (host:port) only listens on loopback.
-func loopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	c.HTTP = c.HTTP.withDefaults()
 }
 
 func (c *Config) verifier() (auth.Verifier, error) {
@@ -144,6 +157,7 @@ func (c *Config) verifier() (auth.Verifier, error) {
 		if err != nil {
 			return nil, err
 		}
+		h.Issuer, h.Audience, h.Leeway, h.AllowNoExpiry = c.AuthIssuer, c.AuthAudience, c.AuthLeeway, c.AuthAllowNoExpiry
 		any = append(any, h)
 	}
 	if len(any) == 0 {
@@ -176,15 +190,21 @@ func Start(cfg Config) (_ *Broker, err error) {
 			b.abort()
 		}
 	}()
-	verifier, err := cfg.verifier()
+	v, err := cfg.verifier()
 	if err != nil {
 		return nil, err
 	}
-	if verifier == nil {
-		if !loopback(cfg.HTTPAddr) || (cfg.NATSURL == "" && !loopback(cfg.NATSListen)) {
-			return nil, errors.New("listening beyond loopback needs auth: give --auth-tokens or --auth-hmac-secret-file")
-		}
-		b.log.Warn("running without auth: any local client may act as any user (requests name their uid)")
+	if err := b.checkExposure(v); err != nil {
+		return nil, err
+	}
+	var verifier auth.Verifier // stays a nil interface in open mode
+	if v != nil {
+		b.auth = auth.NewSwap(v)
+		verifier = b.auth
+	}
+	tlsConf, err := cfg.tlsConfig()
+	if err != nil {
+		return nil, err
 	}
 	tree, err := dewey.NewQuadTree(dewey.NewYorkState, cfg.GeoDepth)
 	if err != nil {
@@ -204,7 +224,7 @@ func Start(cfg Config) (_ *Broker, err error) {
 			return nil, fmt.Errorf("reconciling the catalog with the store: %w", err)
 		}
 	}
-	if err := b.connectNATS(verifier); err != nil {
+	if err := b.connectNATS(verifier, tlsConf); err != nil {
 		return nil, err
 	}
 	reg := prometheus.NewRegistry()
@@ -224,13 +244,19 @@ func Start(cfg Config) (_ *Broker, err error) {
 	if b.stopNATS, err = b.gw.ServeNATS(b.nc); err != nil {
 		return nil, fmt.Errorf("nats subscriptions: %w", err)
 	}
-	if b.ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+	if cfg.NATSURL != "" {
+		if err := checkOwnPermissions(b.nc); err != nil {
+			if cfg.NATSRequireIsolation {
+				return nil, err
+			}
+			b.log.Warn(err.Error())
+		}
+	}
+	if err := b.listen(reg, tlsConf); err != nil {
 		return nil, err
 	}
-	b.http = &http.Server{Handler: b.routes(reg), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(b.log.Handler(), slog.LevelWarn)}
-	go func() { b.served <- b.http.Serve(b.ln) }()
 	b.ready.Store(true)
-	b.log.Info("broker ready", "http", b.ln.Addr().String(), "nats", b.NATSURL(), "storage", cfg.Storage, "data", cfg.DataDir, "auth", verifier != nil)
+	b.log.Info("broker ready", "http", b.ln.Addr().String(), "nats", b.NATSURL(), "storage", cfg.Storage, "data", cfg.DataDir, "auth", verifier != nil, "tls", tlsConf != nil)
 	return b, nil
 }
 
@@ -273,100 +299,6 @@ func (b *Broker) openCatalog() error {
 	return nil
 }
 
-// connectNATS embeds a server unless a URL is given, and connects.
-func (b *Broker) connectNATS(verifier auth.Verifier) error {
-	opts := []nats.Option{nats.Name("cellcast-broker"), nats.MaxReconnects(-1),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { b.log.Warn("nats disconnected", "err", err) }),
-		nats.ReconnectHandler(func(nc *nats.Conn) { b.log.Info("nats reconnected", "url", nc.ConnectedUrl()) }),
-		// nats.go passes a nil subscription for connection-level errors
-		// and permission violations.
-		nats.ErrorHandler(func(_ *nats.Conn, s *nats.Subscription, err error) {
-			if s == nil {
-				b.log.Error("nats", "err", err)
-				return
-			}
-			b.log.Error("nats", "subject", s.Subject, "err", err)
-		}),
-	}
-	if b.cfg.NATSURL != "" {
-		if b.cfg.NATSToken != "" {
-			opts = append(opts, nats.Token(b.cfg.NATSToken))
-		}
-		nc, err := nats.Connect(b.cfg.NATSURL, opts...)
-		if err != nil {
-			return fmt.Errorf("nats %s: %w", b.cfg.NATSURL, err)
-		}
-		b.nc = nc
-		return nil
-	}
-	host, portStr, err := net.SplitHostPort(b.cfg.NATSListen)
-	if err != nil {
-		return fmt.Errorf("nats listen %q: %w", b.cfg.NATSListen, err)
-	}
-	port, err := strconv.Atoi(portStr)
-	if err != nil || port < 0 || port > 65535 {
-		return fmt.Errorf("nats listen %q: bad port", b.cfg.NATSListen)
-	}
-	if port == 0 {
-		port = server.RANDOM_PORT
-	}
-	secret := make([]byte, 24)
-	rand.Read(secret)
-	internal := hex.EncodeToString(secret)
-	sopts := &server.Options{ServerName: "cellcast", Host: host, Port: port, NoSigs: true, NoLog: true, MaxPayload: 1 << 20}
-	if verifier != nil {
-		sopts.CustomClientAuthentication = &natsAuth{internal: internal, verifier: verifier}
-	}
-	ns, err := server.NewServer(sopts)
-	if err != nil {
-		return fmt.Errorf("embedded nats: %w", err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		ns.Shutdown()
-		return fmt.Errorf("embedded nats did not start on %s (port taken? choose another with --nats-listen)", b.cfg.NATSListen)
-	}
-	b.ns = ns
-	nc, err := nats.Connect(ns.ClientURL(), append(opts, nats.InProcessServer(ns), nats.Token(internal))...)
-	if err != nil {
-		return fmt.Errorf("embedded nats: %w", err)
-	}
-	b.nc = nc
-	return nil
-}
-
-// natsAuth admits the broker itself with every permission and clients
-// with a bearer token (as token or password) with the permissions a user
-// needs: publish and request on cellcast subjects, receive its own
-// notifications and request replies.
-type natsAuth struct {
-	internal string
-	verifier auth.Verifier
-}
-
-func (a *natsAuth) Check(c server.ClientAuthentication) bool {
-	o := c.GetOpts()
-	tok := o.Token
-	if tok == "" {
-		tok = o.Password
-	}
-	if tok == a.internal {
-		c.RegisterUser(&server.User{Username: "cellcast-broker"})
-		return true
-	}
-	uid, err := a.verifier.Verify(tok)
-	if err != nil || !gateway.SubjectSafe(uid) {
-		return false
-	}
-	c.RegisterUser(&server.User{Username: uid, Permissions: &server.Permissions{
-		Publish: &server.SubjectPermission{Allow: []string{gateway.SubjectPub + ".>",
-			gateway.SubjectPrefix + "publish", gateway.SubjectPrefix + "subscribe",
-			gateway.SubjectPrefix + "unsubscribe", gateway.SubjectPrefix + "resume", gateway.SubjectPrefix + "query"}},
-		Subscribe: &server.SubjectPermission{Allow: []string{gateway.SubjectNotify + "." + uid, "_INBOX.>"}},
-	}})
-	return true
-}
-
 // HTTPAddr is the address the HTTP server listens on.
 func (b *Broker) HTTPAddr() string { return b.ln.Addr().String() }
 
@@ -384,10 +316,9 @@ func (b *Broker) Store() *listdb.Store { return b.store }
 // Catalog is the broker's catalog of publications, nil when it keeps none.
 func (b *Broker) Catalog() *catalog.Catalog { return b.catalog }
 
-func (b *Broker) routes(reg *prometheus.Registry) http.Handler {
+func (b *Broker) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ws", b.gw.ServeWS)
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !b.ready.Load() || (b.nc != nil && !b.nc.IsConnected()) {
@@ -402,12 +333,25 @@ func (b *Broker) routes(reg *prometheus.Registry) http.Handler {
 	})
 	mux.HandleFunc("POST /api/{op}", b.gw.ServeHTTP)
 	mux.Handle("/", demo.Handler()) // the demo page (docs/demo.md)
-	if b.cfg.Pprof {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	}
 	return mux
+}
+
+// operatorRoutes are /metrics and, with Pprof, /debug/pprof/: behind the
+// metrics token when there is one.
+func (b *Broker) operatorRoutes(mux *http.ServeMux, reg *prometheus.Registry) {
+	h := http.NewServeMux()
+	h.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	if b.cfg.Pprof {
+		h.HandleFunc("/debug/pprof/", pprof.Index)
+		h.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		h.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	var guarded http.Handler = h
+	if b.cfg.MetricsToken != "" {
+		guarded = requireToken(b.cfg.MetricsToken, h)
+	}
+	mux.Handle("/metrics", guarded)
+	mux.Handle("/debug/", guarded)
 }
 
 // Shutdown stops taking work, lets every client's queue drain, and
@@ -418,6 +362,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	var errs []error
 	if b.http != nil {
 		errs = append(errs, b.http.Shutdown(ctx))
+	}
+	if b.metrics != nil {
+		errs = append(errs, b.metrics.Shutdown(ctx))
 	}
 	if b.stopNATS != nil {
 		errs = append(errs, b.stopNATS())
@@ -452,6 +399,9 @@ func (b *Broker) abort() {
 	if b.ln != nil {
 		b.ln.Close()
 	}
+	if b.mln != nil {
+		b.mln.Close()
+	}
 	if b.stopNATS != nil {
 		b.stopNATS()
 	}
@@ -479,6 +429,9 @@ func Run(ctx context.Context, cfg Config, grace time.Duration) error {
 	b, err := Start(cfg)
 	if err != nil {
 		return err
+	}
+	if b.auth != nil {
+		go b.reloadOnHUP(ctx)
 	}
 	select {
 	case <-ctx.Done():

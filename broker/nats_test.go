@@ -179,7 +179,7 @@ func TestAuth(t *testing.T) {
 		nc.Close()
 		t.Fatal("NATS with a forged token accepted")
 	}
-	nc, err := nats.Connect(b.NATSURL(), nats.Token(alice))
+	nc, err := nats.Connect(b.NATSURL(), nats.Token(alice), nats.CustomInboxPrefix(gateway.InboxPrefix("alice")))
 	if err != nil {
 		t.Fatal(err)
 	}

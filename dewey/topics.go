@@ -143,3 +143,28 @@ func (t *Topics) Resolve(path string) (ID, error) {
 	}
 	return id, nil
 }
+
+// Len is the number of topics known.
+func (t *Topics) Len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.byPath)
+}
+
+// Missing is how many topics Resolve(path) would create: path and its
+// unknown ancestors. A bad path creates none (Resolve refuses it).
+func (t *Topics) Missing(path string) int {
+	segs, err := t.checkPath(path)
+	if err != nil {
+		return 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for i := range segs {
+		if _, ok := t.byPath[strings.Join(segs[:i+1], "/")]; !ok {
+			n++
+		}
+	}
+	return n
+}

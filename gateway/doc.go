@@ -15,6 +15,15 @@
 //
 // Locks, outermost first: the delivery hub's route lock, held while the
 // hub calls wsConn.Notify and Locator.EncodePublication, then the leaves
-// sendQueue.mu and pubCache.mu. Gateway.mu and wsConn.mu are leaves too:
-// nothing calls the service or the hub while holding them.
+// sendQueue.mu and pubCache.mu. Gateway.mu, wsConn.mu and users.mu (the
+// per-user quotas, quota.go) are leaves too: nothing calls the service or
+// the hub while holding them.
+//
+// Security (docs/security.md): every request is checked against its
+// token (auth), the per-connection and per-user quotas, and the whole of
+// it is validated before a new topic is registered. A WebSocket closes
+// with 1008 when its token expires or is revoked (expiry.go); the writer
+// is the only one to write to its socket (gorilla/websocket only does the
+// handshake). NATS replies go only to the requester's own inbox,
+// _INBOX.<uid>.
 package gateway

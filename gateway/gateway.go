@@ -15,6 +15,9 @@ import (
 	"github.com/seed84792017/cellcast/subscriptions"
 )
 
+// DefaultUserConnections is Limits.UserConnections unless set.
+const DefaultUserConnections = 64
+
 // Limits bound what one client may do. Zero fields take the defaults.
 type Limits struct {
 	MaxFrame         int           // request bytes; default 64 KiB
@@ -27,6 +30,17 @@ type Limits struct {
 	// ReplyBudget bounds a reply in bytes: past results beyond it arrive
 	// in pages (paging.go); default 256 KiB.
 	ReplyBudget int
+
+	// Per-user quotas, across every transport and connection, for
+	// authenticated users (quota.go).
+	UserRate          float64 // requests per second; default 1,000
+	UserBurst         int     // default 2,000
+	UserSubscriptions int     // live subscriptions; default 50,000
+	UserConnections   int     // WebSocket connections, and NATS ones on the embedded server; default 64
+	UserNewTopics     int     // topics created per minute; default 60
+	// MaxTopics caps the topic registry, for every user together;
+	// default 100,000.
+	MaxTopics int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -53,6 +67,24 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.ReplyBudget == 0 {
 		l.ReplyBudget = 256 << 10
+	}
+	if l.UserRate == 0 {
+		l.UserRate = 1000
+	}
+	if l.UserBurst == 0 {
+		l.UserBurst = 2000
+	}
+	if l.UserSubscriptions == 0 {
+		l.UserSubscriptions = 50_000
+	}
+	if l.UserConnections == 0 {
+		l.UserConnections = DefaultUserConnections
+	}
+	if l.UserNewTopics == 0 {
+		l.UserNewTopics = 60
+	}
+	if l.MaxTopics == 0 {
+		l.MaxTopics = 100_000
 	}
 	return l
 }
@@ -91,12 +123,14 @@ type Gateway struct {
 	ops     sync.WaitGroup // requests being served
 	writers sync.WaitGroup // WebSocket writers still draining
 	cursors *cursorStore   // the pages of paged replies that clients pull
+	users   *users         // per-user quotas
 }
 
 // New returns a gateway in front of cfg.Service.
 func New(cfg Config) *Gateway {
 	g := &Gateway{cfg: cfg, limits: cfg.Limits.withDefaults(), svc: cfg.Service, loc: cfg.Locator, log: cfg.Log, metrics: cfg.Metrics,
 		conns: map[*wsConn]struct{}{}, cursors: newCursorStore(nil), upgrader: newUpgrader(cfg.AllowedOrigins)}
+	g.users = newUsers(g.limits)
 	if g.log == nil {
 		g.log = slog.Default()
 	}
@@ -138,6 +172,9 @@ func (g *Gateway) serve(ctx context.Context, s session, data []byte) {
 
 // serveDecoded runs req unless decoding it failed with e, answering on s.
 func (g *Gateway) serveDecoded(ctx context.Context, s session, req *Request, e *Error) {
+	if e == nil {
+		e = g.users.allow(s.uid())
+	}
 	if e == nil {
 		if !g.begin() {
 			e = codeOf(errClosing)
@@ -216,17 +253,33 @@ func (g *Gateway) subscribe(ctx context.Context, s session, req *Request) error 
 		return e
 	}
 	if !s.admit() {
-		return errorf(CodeTooMany, "too many live subscriptions on this connection (limit %d)", g.limits.MaxSubscriptions)
+		return g.tooManyOnConn()
 	}
-	cell, err := g.loc.locate(req)
-	if err != nil {
-		return err
-	}
-	sr := &subscriptions.SubscribeRequest{Uid: uid, Cell: cell, Past: req.Past.get(), Future: req.Future.get(), SelfJoin: req.SelfJoin}
+	sr := &subscriptions.SubscribeRequest{Uid: uid, Past: req.Past.get(), Future: req.Future.get(), SelfJoin: req.SelfJoin}
 	if req.Filter != nil {
 		sr.Filter = subscriptions.Filter{Keyword: req.Filter.Keyword, Attrs: req.Filter.Attrs}
 	}
+	cell, err := g.locateChecked(req, s.uid(), func(c subscriptions.Cell) error {
+		sr.Cell = c
+		_, err := g.svc.Limits().NewSubscription(sr, 0)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	sr.Cell = cell
+	if e := g.users.reserveSub(s.uid()); e != nil {
+		return e
+	}
+	settled := false
+	defer func() {
+		if !settled {
+			g.users.settleSub(s.uid(), "", 0, false)
+		}
+	}()
 	return g.svc.Subscribe(ctx, sr, s.sink(), func(res *subscriptions.SubscribeResult, sid string) {
+		settled = true
+		g.users.settleSub(s.uid(), sid, res.Sub.Tmax, res.Stored)
 		if res.Stored {
 			s.holds(sid)
 		}
@@ -240,11 +293,16 @@ func (g *Gateway) publish(ctx context.Context, s session, req *Request) error {
 	if e != nil {
 		return e
 	}
-	cell, err := g.loc.locate(req)
+	pr := &subscriptions.PublishRequest{Uid: uid, Expires: req.Expires.get(), Desc: req.Desc, Attrs: req.Attrs, SelfJoin: req.SelfJoin, At: req.point()}
+	cell, err := g.locateChecked(req, s.uid(), func(c subscriptions.Cell) error {
+		pr.Cell = c
+		_, err := g.svc.Limits().NewPublication(pr, 0)
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	pr := &subscriptions.PublishRequest{Uid: uid, Cell: cell, Expires: req.Expires.get(), Desc: req.Desc, Attrs: req.Attrs, SelfJoin: req.SelfJoin, At: req.point()}
+	pr.Cell = cell
 	return g.svc.Publish(ctx, pr, func(res *subscriptions.PublishResult) {
 		r := publishedReply{ID: req.ID, Op: "published", Pid: res.Pub.Pid(), Cell: res.Pub.Cell.String(),
 			Tp: FormatTime(res.Pub.Tp), ExpiresAt: FormatTime(res.Pub.Tmax), Matched: len(res.Matches)}
@@ -267,6 +325,7 @@ func (g *Gateway) unsubscribe(ctx context.Context, s session, req *Request) erro
 	if err := g.svc.Unsubscribe(ctx, req.Sid, uid); err != nil {
 		return err
 	}
+	g.users.dropSub(s.uid(), req.Sid)
 	s.reply(encode(simpleReply{ID: req.ID, Op: "unsubscribed", Sid: req.Sid}))
 	return nil
 }
@@ -280,7 +339,7 @@ func (g *Gateway) resume(ctx context.Context, s session, req *Request) error {
 		return errorf(CodeBadRequest, "sid and after required (after: the last seq received, 0 for none)")
 	}
 	if !s.admit() {
-		return errorf(CodeTooMany, "too many live subscriptions on this connection (limit %d)", g.limits.MaxSubscriptions)
+		return g.tooManyOnConn()
 	}
 	return g.svc.Resume(ctx, req.Sid, *req.After, uid, s.sink(), func(res *subscriptions.ReplayResult) {
 		s.holds(req.Sid)

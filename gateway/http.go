@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,12 +19,12 @@ import (
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := &httpSession{}
 	if g.cfg.Auth != nil {
-		uid, err := g.cfg.Auth.Verify(auth.Bearer(r.Header.Get("Authorization")))
+		id, err := g.cfg.Auth.Verify(auth.Bearer(r.Header.Get("Authorization")))
 		if err != nil {
 			writeJSON(w, http.StatusUnauthorized, errorFrame(nil, &Error{Code: CodeUnauthorized, Message: err.Error()}))
 			return
 		}
-		s.user = uid
+		s.user = id.UID
 	}
 	body, err := readAtMost(http.MaxBytesReader(w, r.Body, int64(g.limits.MaxFrame)*16), nil, g.limits.MaxFrame)
 	if err != nil {
@@ -43,7 +44,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if e == nil && req.Paging == pagingPush {
 		e = errorf(CodeBadRequest, "HTTP cannot push pages: paging is cursor here")
 	}
-	g.serveDecoded(r.Context(), s, req, e)
+	// Not the request's context: once a request runs it runs to the end,
+	// so a publication that is stored is dispatched even when its client
+	// has hung up (the reply then goes nowhere).
+	g.serveDecoded(context.WithoutCancel(r.Context()), s, req, e)
 	status := http.StatusOK
 	if s.err != "" {
 		status = statusOf(s.err)

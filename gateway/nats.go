@@ -101,11 +101,20 @@ func (g *Gateway) serveNATS(sink *natsSink, m *nats.Msg, op, where string) {
 		if tok == "" {
 			tok = req.Token
 		}
-		uid, err := g.cfg.Auth.Verify(tok)
+		id, err := g.cfg.Auth.Verify(tok)
 		if err != nil {
 			e = &Error{Code: CodeUnauthorized, Message: err.Error() + " (send a bearer token in the Authorization header or the token field)"}
 		}
-		s.user = uid
+		s.user = id.UID
+	}
+	if !replyAllowed(m.Reply, s.user) {
+		// Nothing runs and nothing answers: the reply would land on a
+		// subject of someone else's (their inbox, their notifications).
+		g.log.Debug("nats request refused: reply subject outside the requester's inbox", "reply", m.Reply, "uid", s.user)
+		if g.metrics != nil {
+			g.metrics.Requests.WithLabelValues("nats", op, CodeForbidden).Inc()
+		}
+		return
 	}
 	if e == nil && (op == "subscribe" || op == "resume") {
 		uid := s.user
@@ -117,6 +126,23 @@ func (g *Gateway) serveNATS(sink *natsSink, m *nats.Msg, op, where string) {
 		}
 	}
 	g.serveDecoded(context.Background(), s, req, e)
+}
+
+// InboxPrefix is the prefix of a user's NATS reply subjects: requests of
+// an authenticated user must ask for replies under "_INBOX.<uid>.", which
+// only that user may subscribe to (nats.CustomInboxPrefix(InboxPrefix(uid))).
+// Without auth, any "_INBOX." subject will do.
+func InboxPrefix(uid string) string {
+	if uid == "" {
+		return "_INBOX"
+	}
+	return "_INBOX." + uid
+}
+
+// replyAllowed reports whether the broker may answer on reply for uid
+// ("" unauthenticated). No reply subject is fine: nothing is sent.
+func replyAllowed(reply, uid string) bool {
+	return reply == "" || strings.HasPrefix(reply, InboxPrefix(uid)+".")
 }
 
 // natsRequest fills in what the subject says.

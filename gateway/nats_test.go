@@ -19,7 +19,7 @@ import (
 	"github.com/seed84792017/cellcast/subscriptions"
 )
 
-func natsServer(t *testing.T, port int) *server.Server {
+func natsServer(t testing.TB, port int) *server.Server {
 	t.Helper()
 	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, NoLog: true, NoSigs: true})
 	if err != nil {

@@ -35,6 +35,8 @@ type Error struct {
 	Message string
 	// RetryAfter, on overloaded, says when a retry may succeed.
 	RetryAfter time.Duration
+	// Limit, on overloaded and too_many, names the limit hit (quota.go).
+	Limit string
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
@@ -387,6 +389,7 @@ type errorReply struct {
 	Op           string          `json:"op"`
 	Code         string          `json:"code"`
 	Message      string          `json:"message"`
+	Limit        string          `json:"limit,omitempty"`
 	RetryAfterMs int64           `json:"retry_after_ms,omitempty"`
 }
 
@@ -400,7 +403,7 @@ func encode(v any) []byte {
 }
 
 func errorFrame(id json.RawMessage, e *Error) []byte {
-	return encode(errorReply{ID: id, Op: "error", Code: e.Code, Message: e.Message, RetryAfterMs: int64((e.RetryAfter + time.Millisecond - 1) / time.Millisecond)})
+	return encode(errorReply{ID: id, Op: "error", Code: e.Code, Message: e.Message, Limit: e.Limit, RetryAfterMs: int64((e.RetryAfter + time.Millisecond - 1) / time.Millisecond)})
 }
 
 // SubjectSafe reports whether uid can be a NATS subject token.

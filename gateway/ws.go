@@ -78,11 +78,14 @@ type wsConn struct {
 	lastRead atomic.Int64
 	sw       *stallWriter
 	user     string
+	tok      string // the bearer token, checked again on reload (Reverify)
 	q        *sendQueue
 	lim      *rate.Limiter
 
 	mu   sync.Mutex
-	sids map[string]struct{}
+	sids map[string]struct{} // nil once the connection is finished
+	// stopWatch stops the token's expiry timer; finish calls it.
+	stopWatch func()
 
 	// lagged: a notification was refused since the last catch-up began;
 	// catching: a catch-up runs (one at a time per connection).
@@ -101,14 +104,15 @@ type wsConn struct {
 // the bearer token comes in the Authorization header or, for browsers,
 // which cannot set it, in the token query parameter.
 func (g *Gateway) ServeWS(w http.ResponseWriter, r *http.Request) {
-	var uid string
+	var id auth.Identity
+	var tok string
 	if g.cfg.Auth != nil {
-		tok := auth.Bearer(r.Header.Get("Authorization"))
+		tok = auth.Bearer(r.Header.Get("Authorization"))
 		if tok == "" {
 			tok = r.URL.Query().Get("token")
 		}
 		var err error
-		if uid, err = g.cfg.Auth.Verify(tok); err != nil {
+		if id, err = g.cfg.Auth.Verify(tok); err != nil {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusUnauthorized)
 			w.Write(errorFrame(nil, &Error{Code: CodeUnauthorized, Message: err.Error()}))
@@ -122,12 +126,18 @@ func (g *Gateway) ServeWS(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
 		return
 	}
+	uid := id.UID
+	if e := g.users.connect(uid); e != nil {
+		writeJSON(w, http.StatusTooManyRequests, errorFrame(nil, e))
+		return
+	}
 	ws, err := g.upgrader.Upgrade(w, r, nil)
 	if err != nil {
+		g.users.disconnect(uid)
 		return // the upgrader has answered
 	}
 	raw := ws.NetConn()
-	c := &wsConn{g: g, conn: raw, fd: socketFD(raw), sw: &stallWriter{conn: raw}, user: uid, pipe: newPipeline(), msg: message{max: 16 * g.limits.MaxFrame},
+	c := &wsConn{g: g, conn: raw, fd: socketFD(raw), sw: &stallWriter{conn: raw}, user: uid, tok: tok, pipe: newPipeline(), msg: message{max: 16 * g.limits.MaxFrame},
 		lim: rate.NewLimiter(rate.Limit(g.limits.Rate), g.limits.Burst), sids: map[string]struct{}{},
 		closed: make(chan struct{}), readDone: make(chan struct{})}
 	c.q = newSendQueue(g.limits.SendQueue, g.limits.SendQueueBytes, func() { go c.writer() })
@@ -137,6 +147,7 @@ func (g *Gateway) ServeWS(w http.ResponseWriter, r *http.Request) {
 	if g.closing {
 		g.mu.Unlock()
 		c.pinger.Stop()
+		g.users.disconnect(uid)
 		ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(closeGoingAway, "shutting down"), time.Now().Add(time.Second))
 		ws.Close()
 		return
@@ -150,6 +161,15 @@ func (g *Gateway) ServeWS(w http.ResponseWriter, r *http.Request) {
 	// A goroutine of its own, so that the HTTP server's request, response
 	// and write buffer, which its goroutine holds while the handler runs,
 	// go now.
+	stop := c.watchToken(id.Expires)
+	c.mu.Lock()
+	if c.sids == nil { // finished already
+		c.mu.Unlock()
+		stop()
+	} else {
+		c.stopWatch = stop
+		c.mu.Unlock()
+	}
 	go c.read(false)
 }
 

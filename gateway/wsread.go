@@ -194,6 +194,7 @@ func (c *wsConn) frame(f wsFrame) bool {
 	if !c.lim.Allow() {
 		req, _ := decodeRequest(data)
 		e := errorf(CodeOverloaded, "over %g requests per second; slow down", c.g.limits.Rate)
+		e.Limit = LimitConnRate
 		r := c.lim.Reserve() // only to learn when a token is due
 		// At least one token's time: a token may have come due between
 		// Allow and Reserve, but the client is over the rate.

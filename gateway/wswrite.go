@@ -160,9 +160,13 @@ func (c *wsConn) finish(bw *bufio.Writer) {
 	delete(g.conns, c)
 	g.mu.Unlock()
 	c.mu.Lock()
-	sids := c.sids
+	sids, stop := c.sids, c.stopWatch
 	c.sids = nil
 	c.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	g.users.disconnect(c.user)
 	for sid := range sids {
 		g.svc.Detach(sid, c)
 	}

@@ -96,6 +96,9 @@ func (st *Store) Clock() subscriptions.Clock { return st.clock }
 // Topics is the topic registry, persisted in the store.
 func (st *Store) Topics() *dewey.Topics { return st.topics }
 
+// Limits are the bounds the store checks requests against.
+func (st *Store) Limits() subscriptions.Limits { return st.limits }
+
 // Backend returns the backend, for maintenance and metrics.
 func (st *Store) Backend() Backend { return st.b }
 

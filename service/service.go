@@ -132,6 +132,10 @@ func (s *Service) catalogue(p *subscriptions.Publication) {
 	}
 }
 
+// Limits are the bounds the store checks requests against, for callers
+// that validate a request before acting on it (registering a topic).
+func (s *Service) Limits() subscriptions.Limits { return s.cfg.Store.Limits() }
+
 // Unsubscribe cancels owner's subscription sid.
 func (s *Service) Unsubscribe(ctx context.Context, sid, owner string) error {
 	return s.hub.Unsubscribe(ctx, sid, owner)

@@ -34,7 +34,7 @@ func envName(flagName string) string {
 // its environment variable.
 func parse(fs *flag.FlagSet, args []string) error {
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: %s [flags]\n       %s token --uid UID [--ttl 24h] --auth-hmac-secret-file FILE\n\nEvery flag can also be set by the environment variable shown.\n\n", fs.Name(), fs.Name())
+		fmt.Fprintf(fs.Output(), "Usage: %s [flags]\n       %s token --uid UID [--ttl 24h] [--auth-issuer ISS] [--auth-audience AUD] --auth-hmac-secret-file FILE\n\nEvery flag can also be set by the environment variable shown.\n\n", fs.Name(), fs.Name())
 		fs.VisitAll(func(f *flag.Flag) {
 			name, usage := flag.UnquoteUsage(f)
 			fmt.Fprintf(fs.Output(), "  --%s %s   (%s)\n    \t%s", f.Name, name, envName(f.Name), strings.ReplaceAll(usage, "\n", "\n    \t"))
@@ -81,13 +81,28 @@ func run(args []string) int {
 	fs := flag.NewFlagSet("broker", flag.ContinueOnError)
 	var c broker.Config
 	fs.StringVar(&c.DataDir, "data", "./data", "directory of the store (created if missing)")
-	fs.StringVar(&c.HTTPAddr, "http", "127.0.0.1:8080", "address of the HTTP API, WebSocket /ws, /metrics, /healthz, /readyz and the demo page /")
+	fs.StringVar(&c.HTTPAddr, "http", "127.0.0.1:8080", "address of the HTTP API, WebSocket /ws, /healthz, /readyz and the demo page /; also /metrics and /debug when it is loopback or --metrics-token is set, unless --metrics-listen moves them")
+	fs.StringVar(&c.MetricsAddr, "metrics-listen", "", "address of a listener of its own for /metrics and /debug/pprof/ (keep it on loopback or give --metrics-token)")
+	fs.StringVar(&c.MetricsToken, "metrics-token", "", "bearer token required on /metrics and /debug/pprof/ (prefer the environment variable: a flag shows in ps)")
+	fs.StringVar(&c.TLSCert, "tls-cert", "", "PEM certificate (chain) for TLS on HTTP, WebSocket and the embedded NATS server; with --tls-key")
+	fs.StringVar(&c.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
+	fs.DurationVar(&c.HTTP.ReadHeaderTimeout, "http-header-timeout", 10*time.Second, "how long a client may take to send a request's headers")
+	fs.DurationVar(&c.HTTP.ReadTimeout, "http-read-timeout", 30*time.Second, "how long a client may take to send a whole HTTP request")
+	fs.DurationVar(&c.HTTP.WriteTimeout, "http-write-timeout", 30*time.Second, "how long an HTTP reply may take (WebSockets have --write-timeout instead)")
+	fs.DurationVar(&c.HTTP.IdleTimeout, "http-idle-timeout", 2*time.Minute, "how long an idle keep-alive HTTP connection stays open")
+	fs.IntVar(&c.HTTP.MaxHeaderBytes, "max-header-bytes", 16<<10, "largest HTTP request header")
+	fs.IntVar(&c.HTTP.MaxConns, "max-conns", 10_000, "open HTTP connections, WebSockets included (and the embedded NATS server's clients); past it new ones are closed at once")
 	fs.StringVar(&c.NATSURL, "nats-url", "", "external NATS server URL; empty embeds one")
 	fs.StringVar(&c.NATSListen, "nats-listen", "127.0.0.1:4222", "client address of the embedded NATS server")
 	fs.StringVar(&c.NATSToken, "nats-token", "", "the broker's token for an external NATS server")
+	fs.BoolVar(&c.NATSRequireIsolation, "nats-require-isolation", false, "refuse to start when an external NATS server lets a client without credentials read other users' replies or notifications, or denies the broker a permission it needs (default: a warning)")
 	fs.StringVar(&c.Storage, "storage", "dualdb", "storage architecture: dualdb or twodb")
 	fs.StringVar(&c.TokensFile, "auth-tokens", "", "file of \"token uid\" lines: bearer tokens clients may present")
-	fs.StringVar(&c.HMACSecretFile, "auth-hmac-secret-file", "", "file holding the secret (≥ 32 bytes) that signs HS256 JWT bearer tokens; the uid is the \"sub\" claim")
+	fs.StringVar(&c.HMACSecretFile, "auth-hmac-secret-file", "", "file holding the secret (≥ 32 bytes) that signs HS256 JWT bearer tokens; the uid is the \"sub\" claim. Both auth files are read again on SIGHUP")
+	fs.StringVar(&c.AuthIssuer, "auth-issuer", "", "required \"iss\" claim of JWTs (empty: not checked)")
+	fs.StringVar(&c.AuthAudience, "auth-audience", "", "required \"aud\" claim of JWTs (empty: not checked)")
+	fs.DurationVar(&c.AuthLeeway, "auth-leeway", 5*time.Second, "clock skew forgiven on the \"exp\" and \"nbf\" claims of JWTs")
+	fs.BoolVar(&c.AuthAllowNoExpiry, "auth-allow-no-expiry", false, "accept JWTs without an \"exp\" claim (they never expire: only a new secret retires them)")
 	fs.IntVar(&c.GeoDepth, "geo-depth", 12, "quad tree depth a lat/lng point maps to (1-16)")
 	fs.IntVar(&c.Limits.MaxDepth, "max-depth", 16, "deepest Dewey id accepted")
 	fs.DurationVar(&c.Limits.MaxPast, "max-past", time.Hour, "longest past window of a subscription")
@@ -97,6 +112,12 @@ func run(args []string) int {
 	fs.IntVar(&c.Gateway.MaxSubscriptions, "max-subscriptions", 10_000, "live subscriptions per WebSocket connection")
 	fs.Float64Var(&c.Gateway.Rate, "rate", 2000, "requests per second per WebSocket connection")
 	fs.IntVar(&c.Gateway.Burst, "burst", 4000, "request burst per WebSocket connection")
+	fs.Float64Var(&c.Gateway.UserRate, "user-rate", 1000, "requests per second per authenticated user, over every transport and connection")
+	fs.IntVar(&c.Gateway.UserBurst, "user-burst", 2000, "request burst per authenticated user")
+	fs.IntVar(&c.Gateway.UserSubscriptions, "user-subscriptions", 50_000, "live subscriptions per authenticated user, over every transport")
+	fs.IntVar(&c.Gateway.UserConnections, "user-connections", 64, "WebSocket connections per authenticated user, and as many NATS connections on the embedded server")
+	fs.IntVar(&c.Gateway.UserNewTopics, "user-new-topics", 60, "topics an authenticated user may create per minute")
+	fs.IntVar(&c.Gateway.MaxTopics, "max-topics", 100_000, "topics in the registry, all users together")
 	fs.IntVar(&c.Gateway.SendQueue, "send-queue", 16<<10, "messages queued per WebSocket connection; past it a subscription falls behind and catches up from the store once the client has read the queue down to half")
 	fs.IntVar(&c.Gateway.SendQueueBytes, "send-queue-bytes", 8<<20, "bytes queued per WebSocket connection, like --send-queue")
 	fs.IntVar(&c.Gateway.ReplyBudget, "reply-budget", 256<<10, "largest reply in bytes: past results, a self-join publish's recent and query results beyond it arrive in pages (on NATS also at most the server's max payload less 1 KiB)")
@@ -107,7 +128,7 @@ func run(args []string) int {
 	legacySync := fs.Bool("sync", false, "same as --durability sync, the default (kept for old scripts)")
 	fs.StringVar(&c.Indexes, "index", catalog.DefaultIndexes, "the publication attributes the query op can search, as attr=strategy pairs: attr is uid, tp or an attrs key; strategy is embedded, eager, lazy, composite, deli or bloom-hierarchy (docs/secondary-indexes.md); none for no catalog")
 	origins := fs.String("allowed-origins", "", "comma-separated origins (scheme://host:port) whose web pages may open a WebSocket besides the broker's own; * for any")
-	fs.BoolVar(&c.Pprof, "pprof", false, "serve Go profiles at /debug/pprof/ on the HTTP address")
+	fs.BoolVar(&c.Pprof, "pprof", false, "serve Go profiles at /debug/pprof/, where /metrics is served")
 	cacheMiB := fs.Int("cache-mib", 128, "block cache size in MiB")
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long a shutdown may take to drain clients")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
@@ -141,6 +162,12 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "broker: --max-backlog, --max-backlog-mib, --send-queue, --send-queue-bytes, --write-timeout and --reply-budget must be positive")
 		return 2
 	}
+	g, h := c.Gateway, c.HTTP
+	if g.UserRate <= 0 || g.UserBurst <= 0 || g.UserSubscriptions <= 0 || g.UserConnections <= 0 || g.UserNewTopics <= 0 || g.MaxTopics <= 0 ||
+		h.ReadHeaderTimeout <= 0 || h.ReadTimeout <= 0 || h.WriteTimeout <= 0 || h.IdleTimeout <= 0 || h.MaxHeaderBytes <= 0 || h.MaxConns <= 0 || c.AuthLeeway < 0 {
+		fmt.Fprintln(os.Stderr, "broker: the --user-* quotas, --max-topics, --http-*-timeout, --max-header-bytes and --max-conns must be positive, --auth-leeway not negative")
+		return 2
+	}
 	d, err := listdb.ParseDurability(*durability)
 	if err != nil || d == listdb.Buffered {
 		fmt.Fprintln(os.Stderr, "broker: --durability: sync or os")
@@ -163,8 +190,10 @@ func run(args []string) int {
 func token(args []string) int {
 	fs := flag.NewFlagSet("broker token", flag.ContinueOnError)
 	uid := fs.String("uid", "", "the user the token stands for")
-	ttl := fs.Duration("ttl", 24*time.Hour, "validity; 0 for no expiry")
+	ttl := fs.Duration("ttl", 24*time.Hour, "validity; 0 for no expiry, which the broker refuses unless --auth-allow-no-expiry")
 	secret := fs.String("auth-hmac-secret-file", "", "the broker's HMAC secret file")
+	iss := fs.String("auth-issuer", "", "the \"iss\" claim, when the broker requires one")
+	aud := fs.String("auth-audience", "", "the \"aud\" claim, when the broker requires one")
 	if code, ok := parseOrExit(fs, args); !ok {
 		return code
 	}
@@ -174,6 +203,7 @@ func token(args []string) int {
 	}
 	h, err := broker.LoadHMAC(*secret)
 	if err == nil {
+		h.Issuer, h.Audience = *iss, *aud
 		var tok string
 		if tok, err = h.Sign(*uid, *ttl); err == nil {
 			fmt.Println(tok)

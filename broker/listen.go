@@ -1,0 +1,153 @@
+package broker
+
+import (
+	"crypto/subtle"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seed84792017/cellcast/auth"
+)
+
+// HTTPLimits bound the HTTP server, against clients that hold connections
+// open (slowloris) or send oversized headers. Zero fields take the
+// defaults noted. A WebSocket, once upgraded, has its own deadlines (the
+// gateway's ping/pong and write timeout) and no longer these.
+type HTTPLimits struct {
+	ReadHeaderTimeout time.Duration // default 10 s
+	ReadTimeout       time.Duration // a whole request; default 30 s
+	WriteTimeout      time.Duration // a whole response; default 30 s
+	IdleTimeout       time.Duration // a keep-alive connection between requests; default 120 s
+	MaxHeaderBytes    int           // default 16 KiB
+	MaxConns          int           // open TCP connections, WebSockets included; default 10,000
+}
+
+func (l HTTPLimits) withDefaults() HTTPLimits {
+	if l.ReadHeaderTimeout == 0 {
+		l.ReadHeaderTimeout = 10 * time.Second
+	}
+	if l.ReadTimeout == 0 {
+		l.ReadTimeout = 30 * time.Second
+	}
+	if l.WriteTimeout == 0 {
+		l.WriteTimeout = 30 * time.Second
+	}
+	if l.IdleTimeout == 0 {
+		l.IdleTimeout = 120 * time.Second
+	}
+	if l.MaxHeaderBytes == 0 {
+		l.MaxHeaderBytes = 16 << 10
+	}
+	if l.MaxConns == 0 {
+		l.MaxConns = 10_000
+	}
+	return l
+}
+
+// capListener closes connections over its cap as soon as they are
+// accepted, rather than leaving them in the kernel's queue, so a client
+// learns at once that the broker is full.
+type capListener struct {
+	net.Listener
+	max     int
+	mu      sync.Mutex
+	open    int
+	refused func() // counts a refusal
+}
+
+func (l *capListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		l.mu.Lock()
+		ok := l.open < l.max
+		if ok {
+			l.open++
+		}
+		l.mu.Unlock()
+		if ok {
+			return &cappedConn{Conn: c, l: l}, nil
+		}
+		c.Close()
+		if l.refused != nil {
+			l.refused()
+		}
+	}
+}
+
+// cappedConn frees its slot once closed. The HTTP server hijacks a
+// WebSocket's connection but still closes it through this wrapper, since
+// the hijacked conn is the one accepted.
+type cappedConn struct {
+	net.Conn
+	l    *capListener
+	once sync.Once
+}
+
+func (c *cappedConn) Close() error {
+	c.once.Do(func() {
+		c.l.mu.Lock()
+		c.l.open--
+		c.l.mu.Unlock()
+	})
+	return c.Conn.Close()
+}
+
+// requireToken guards h with a static bearer token, compared in constant
+// time.
+func requireToken(token string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(auth.Bearer(r.Header.Get("Authorization"))), []byte(token)) != 1 {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			http.Error(w, "unauthorized: this endpoint needs the metrics token", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// listen opens the HTTP listener (with TLS when configured, capped in
+// connections) and the metrics listener, and serves.
+func (b *Broker) listen(reg *prometheus.Registry, tlsConf *tls.Config) error {
+	l := b.cfg.HTTP
+	ln, err := net.Listen("tcp", b.cfg.HTTPAddr)
+	if err != nil {
+		return err
+	}
+	b.ln = ln // Addr() stays the TCP address under TLS
+	var served net.Listener = &capListener{Listener: ln, max: l.MaxConns, refused: func() { b.log.Warn("HTTP connection refused: at the connection cap", "max", l.MaxConns) }}
+	if tlsConf != nil {
+		served = tls.NewListener(served, tlsConf)
+	}
+	mux := b.routes()
+	switch {
+	case b.cfg.MetricsAddr != "":
+		m := http.NewServeMux()
+		b.operatorRoutes(m, reg)
+		if b.mln, err = net.Listen("tcp", b.cfg.MetricsAddr); err != nil {
+			return fmt.Errorf("metrics listener: %w", err)
+		}
+		b.metrics = &http.Server{Handler: m, ReadHeaderTimeout: l.ReadHeaderTimeout, ReadTimeout: l.ReadTimeout, IdleTimeout: l.IdleTimeout,
+			MaxHeaderBytes: l.MaxHeaderBytes, ErrorLog: slog.NewLogLogger(b.log.Handler(), slog.LevelWarn)}
+		go b.metrics.Serve(b.mln)
+	case loopback(b.cfg.HTTPAddr) || b.cfg.MetricsToken != "":
+		b.operatorRoutes(mux, reg)
+	default:
+		b.log.Warn("/metrics and /debug are not served on a non-loopback HTTP address without a token: give --metrics-listen or --metrics-token")
+	}
+	// WriteTimeout bounds a whole HTTP reply, /debug/pprof/profile too
+	// when it shares this listener (ask for ?seconds= below it); the
+	// metrics listener has no write timeout.
+	b.http = &http.Server{Handler: mux, ReadHeaderTimeout: l.ReadHeaderTimeout, ReadTimeout: l.ReadTimeout, WriteTimeout: l.WriteTimeout,
+		IdleTimeout: l.IdleTimeout, MaxHeaderBytes: l.MaxHeaderBytes, ErrorLog: slog.NewLogLogger(b.log.Handler(), slog.LevelWarn)}
+	go func() { b.served <- b.http.Serve(served) }()
+	return nil
+}

@@ -1,0 +1,98 @@
+package broker
+
+import (
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/seed84792017/cellcast/auth"
+	"github.com/seed84792017/cellcast/gateway"
+)
+
+// connectNATS embeds a server unless a URL is given, and connects.
+func (b *Broker) connectNATS(verifier auth.Verifier, tlsConf *tls.Config) error {
+	opts := []nats.Option{nats.Name("cellcast-broker"), nats.MaxReconnects(-1),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { b.log.Warn("nats disconnected", "err", err) }),
+		nats.ReconnectHandler(func(nc *nats.Conn) { b.log.Info("nats reconnected", "url", nc.ConnectedUrl()) }),
+		// nats.go passes a nil subscription for connection-level errors
+		// and permission violations.
+		nats.ErrorHandler(func(_ *nats.Conn, s *nats.Subscription, err error) {
+			if s == nil {
+				b.log.Error("nats", "err", err)
+				return
+			}
+			b.log.Error("nats", "subject", s.Subject, "err", err)
+		}),
+	}
+	if b.cfg.NATSURL != "" {
+		if b.cfg.NATSToken != "" {
+			opts = append(opts, nats.Token(b.cfg.NATSToken))
+		}
+		nc, err := nats.Connect(b.cfg.NATSURL, opts...)
+		if err != nil {
+			return fmt.Errorf("nats %s: %w", b.cfg.NATSURL, err)
+		}
+		b.nc = nc
+		if found := probeIsolation(b.cfg.NATSURL, nil); len(found) > 0 {
+			msg := "the external NATS server does not isolate users: " + strings.Join(found, " ") + " (docs/security.md lists the permissions to give)"
+			if b.cfg.NATSRequireIsolation {
+				return errors.New(msg)
+			}
+			b.log.Warn(msg)
+		}
+		return nil
+	}
+	host, portStr, err := net.SplitHostPort(b.cfg.NATSListen)
+	if err != nil {
+		return fmt.Errorf("nats listen %q: %w", b.cfg.NATSListen, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port > 65535 {
+		return fmt.Errorf("nats listen %q: bad port", b.cfg.NATSListen)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	secret := make([]byte, 24)
+	rand.Read(secret)
+	internal := hex.EncodeToString(secret)
+	sopts := &server.Options{ServerName: "cellcast", Host: host, Port: port, NoSigs: true, NoLog: true, MaxPayload: 1 << 20,
+		MaxConn: b.cfg.HTTP.MaxConns, TLSConfig: tlsConf, TLSTimeout: 2}
+	var na *natsAuth
+	if verifier != nil {
+		na = &natsAuth{internal: internal, verifier: verifier, maxConns: b.cfg.Gateway.UserConnections}
+		if na.maxConns == 0 {
+			na.maxConns = gateway.DefaultUserConnections
+		}
+		sopts.CustomClientAuthentication = na
+	}
+	ns, err := server.NewServer(sopts)
+	if err != nil {
+		return fmt.Errorf("embedded nats: %w", err)
+	}
+	if na != nil {
+		na.ns.Store(ns)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		ns.Shutdown()
+		return fmt.Errorf("embedded nats did not start on %s (port taken? choose another with --nats-listen)", b.cfg.NATSListen)
+	}
+	b.ns = ns
+	// In process, no TLS: a tls:// URL would have nats.go insist on it.
+	nc, err := nats.Connect("nats://in-process", append(opts, nats.InProcessServer(ns), nats.Token(internal))...)
+	if err != nil {
+		return fmt.Errorf("embedded nats: %w", err)
+	}
+	b.nc = nc
+	return nil
+}
