@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,7 +24,12 @@ type HTTPLimits struct {
 	WriteTimeout      time.Duration // a whole response; default 30 s
 	IdleTimeout       time.Duration // a keep-alive connection between requests; default 120 s
 	MaxHeaderBytes    int           // default 16 KiB
-	MaxConns          int           // open TCP connections, WebSockets included; default 10,000
+	MaxConns          int           // open TCP connections, WebSockets included; default: the descriptor limit less 1,024
+	// ConnRatePerIP and ConnBurstPerIP bound how fast one source address
+	// may open connections (accept.go); default 200/s, bursts of 2,000.
+	// A negative rate lifts the bound.
+	ConnRatePerIP  float64
+	ConnBurstPerIP int
 }
 
 func (l HTTPLimits) withDefaults() HTTPLimits {
@@ -45,60 +49,15 @@ func (l HTTPLimits) withDefaults() HTTPLimits {
 		l.MaxHeaderBytes = 16 << 10
 	}
 	if l.MaxConns == 0 {
-		l.MaxConns = 10_000
+		l.MaxConns = defaultMaxConns()
+	}
+	if l.ConnRatePerIP == 0 {
+		l.ConnRatePerIP = 200
+	}
+	if l.ConnBurstPerIP == 0 {
+		l.ConnBurstPerIP = 2000
 	}
 	return l
-}
-
-// capListener closes connections over its cap as soon as they are
-// accepted, rather than leaving them in the kernel's queue, so a client
-// learns at once that the broker is full.
-type capListener struct {
-	net.Listener
-	max     int
-	mu      sync.Mutex
-	open    int
-	refused func() // counts a refusal
-}
-
-func (l *capListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		l.mu.Lock()
-		ok := l.open < l.max
-		if ok {
-			l.open++
-		}
-		l.mu.Unlock()
-		if ok {
-			return &cappedConn{Conn: c, l: l}, nil
-		}
-		c.Close()
-		if l.refused != nil {
-			l.refused()
-		}
-	}
-}
-
-// cappedConn frees its slot once closed. The HTTP server hijacks a
-// WebSocket's connection but still closes it through this wrapper, since
-// the hijacked conn is the one accepted.
-type cappedConn struct {
-	net.Conn
-	l    *capListener
-	once sync.Once
-}
-
-func (c *cappedConn) Close() error {
-	c.once.Do(func() {
-		c.l.mu.Lock()
-		c.l.open--
-		c.l.mu.Unlock()
-	})
-	return c.Conn.Close()
 }
 
 // requireToken guards h with a static bearer token, compared in constant
@@ -123,7 +82,12 @@ func (b *Broker) listen(reg *prometheus.Registry, tlsConf *tls.Config) error {
 		return err
 	}
 	b.ln = ln // Addr() stays the TCP address under TLS
-	var served net.Listener = &capListener{Listener: ln, max: l.MaxConns, refused: func() { b.log.Warn("HTTP connection refused: at the connection cap", "max", l.MaxConns) }}
+	refused := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cellcast_connections_refused_total",
+		Help: "TCP connections closed as soon as accepted: at the connection cap (cap), over the per-source rate (source_rate), or with no file descriptor left (descriptors)."},
+		[]string{"reason"})
+	reg.MustRegister(refused)
+	logDescriptors(b.log, l.MaxConns)
+	var served net.Listener = newGuardedListener(ln, l, b.log, refused)
 	if tlsConf != nil {
 		served = tls.NewListener(served, tlsConf)
 	}

@@ -91,7 +91,9 @@ func run(args []string) int {
 	fs.DurationVar(&c.HTTP.WriteTimeout, "http-write-timeout", 30*time.Second, "how long an HTTP reply may take (WebSockets have --write-timeout instead)")
 	fs.DurationVar(&c.HTTP.IdleTimeout, "http-idle-timeout", 2*time.Minute, "how long an idle keep-alive HTTP connection stays open")
 	fs.IntVar(&c.HTTP.MaxHeaderBytes, "max-header-bytes", 16<<10, "largest HTTP request header")
-	fs.IntVar(&c.HTTP.MaxConns, "max-conns", 10_000, "open HTTP connections, WebSockets included (and the embedded NATS server's clients); past it new ones are closed at once")
+	fs.IntVar(&c.HTTP.MaxConns, "max-conns", 0, "open HTTP connections, WebSockets included (and the embedded NATS server's clients); past it new ones are closed at once (0: the file descriptor limit less 1,024)")
+	fs.Float64Var(&c.HTTP.ConnRatePerIP, "conn-rate-per-ip", 200, "new connections per second from one source address, in bursts of --conn-burst-per-ip; past it they are closed at once (negative: no bound)")
+	fs.IntVar(&c.HTTP.ConnBurstPerIP, "conn-burst-per-ip", 2000, "burst of new connections from one source address")
 	fs.StringVar(&c.NATSURL, "nats-url", "", "external NATS server URL; empty embeds one")
 	fs.StringVar(&c.NATSListen, "nats-listen", "127.0.0.1:4222", "client address of the embedded NATS server")
 	fs.StringVar(&c.NATSToken, "nats-token", "", "the broker's token for an external NATS server")
@@ -164,8 +166,8 @@ func run(args []string) int {
 	}
 	g, h := c.Gateway, c.HTTP
 	if g.UserRate <= 0 || g.UserBurst <= 0 || g.UserSubscriptions <= 0 || g.UserConnections <= 0 || g.UserNewTopics <= 0 || g.MaxTopics <= 0 ||
-		h.ReadHeaderTimeout <= 0 || h.ReadTimeout <= 0 || h.WriteTimeout <= 0 || h.IdleTimeout <= 0 || h.MaxHeaderBytes <= 0 || h.MaxConns <= 0 || c.AuthLeeway < 0 {
-		fmt.Fprintln(os.Stderr, "broker: the --user-* quotas, --max-topics, --http-*-timeout, --max-header-bytes and --max-conns must be positive, --auth-leeway not negative")
+		h.ReadHeaderTimeout <= 0 || h.ReadTimeout <= 0 || h.WriteTimeout <= 0 || h.IdleTimeout <= 0 || h.MaxHeaderBytes <= 0 || h.MaxConns < 0 || h.ConnRatePerIP == 0 || h.ConnBurstPerIP <= 0 || c.AuthLeeway < 0 {
+		fmt.Fprintln(os.Stderr, "broker: the --user-* quotas, --max-topics, --http-*-timeout, --max-header-bytes and --conn-burst-per-ip must be positive, --max-conns and --auth-leeway not negative, --conn-rate-per-ip not zero")
 		return 2
 	}
 	d, err := listdb.ParseDurability(*durability)
