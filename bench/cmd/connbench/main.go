@@ -53,6 +53,7 @@ type result struct {
 	base, idle, busyMax float64 // RSS MiB
 	delivered, owed     int64
 	connect             time.Duration // from the first dial to the last subscription in place
+	refusedPubs         int64         // publications refused as overloaded
 }
 
 func run() error {
@@ -108,8 +109,12 @@ func run() error {
 		if v := natsIdle[r.n]; v > 0 {
 			ratio = fmt.Sprintf("%.2f×", idle/v)
 		}
-		fmt.Printf("| %s | %d | %.1f s | %.0f, %.0f, %.0f | %.1f | %.1f | %s | %d of %d |\n", r.system, r.n, r.connect.Seconds(), r.base, r.idle, r.busyMax,
-			idle, busy, ratio, r.delivered, r.owed)
+		refused := ""
+		if r.refusedPubs > 0 {
+			refused = fmt.Sprintf(" (%d publications refused as overloaded)", r.refusedPubs)
+		}
+		fmt.Printf("| %s | %d | %.1f s | %.0f, %.0f, %.0f | %.1f | %.1f | %s | %d of %d%s |\n", r.system, r.n, r.connect.Seconds(), r.base, r.idle, r.busyMax,
+			idle, busy, ratio, r.delivered, r.owed, refused)
 	}
 	return nil
 }
@@ -271,16 +276,27 @@ func runBroker(bin, data string, n int) (result, error) {
 		return result{}, err
 	}
 	defer pub.Close()
+	var accepted, answered atomic.Int64 // publications published, replies read
 	go func() {
 		for {
-			if _, _, err := pub.ReadMessage(); err != nil {
+			_, m, err := pub.ReadMessage()
+			if err != nil {
 				return
 			}
+			if strings.Contains(string(m), `"published"`) {
+				accepted.Add(1)
+			}
+			answered.Add(1)
 		}
 	}()
-	r.busyMax, r.owed = busyPhase(cmd.Process.Pid, n, func(k int) error {
+	var sent int64
+	r.busyMax, _ = busyPhase(cmd.Process.Pid, n, func(k int) error {
+		sent++
 		return pub.WriteMessage(websocket.TextMessage, fmt.Appendf(nil, `{"id":"%d","op":"publish","uid":"p","cell":"1","expires":"1m","desc":"an incident for everyone"}`, k))
 	})
+	waitFor(&answered, sent)
+	r.refusedPubs = sent - accepted.Load() // overloaded: the delivery backlog was full
+	r.owed = accepted.Load() * int64(n)
 	r.delivered = waitFor(&received, r.owed)
 	return r, nil
 }
