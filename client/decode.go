@@ -1,0 +1,245 @@
+package client
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Notifications are most of what a subscriber reads, so they are decoded
+// by hand: encoding/json would cost a client more CPU than the broker
+// spends rendering them. Anything the fast path does not expect (escapes,
+// whitespace, fields in another order) takes encoding/json instead, so
+// the fast path only has to be right on what it accepts.
+
+var (
+	notePrefix = []byte(`{"op":"notification","sid":"`)
+	noteSeq    = []byte(`","seq":`)
+	notePub    = []byte(`,"publication":`)
+)
+
+// isNotification reports whether a frame is a notification.
+func isNotification(b []byte) bool {
+	if bytes.HasPrefix(b, notePrefix) {
+		return true
+	}
+	// The slow path: another rendering of the same object.
+	if !bytes.Contains(b, []byte(`"notification"`)) {
+		return false
+	}
+	var probe struct {
+		Op string `json:"op"`
+	}
+	return json.Unmarshal(b, &probe) == nil && probe.Op == "notification"
+}
+
+// splitNotification returns a notification frame's sid, seq and
+// publication object.
+func splitNotification(b []byte) (sid []byte, seq int64, pub []byte, err error) {
+	if rest, ok := bytes.CutPrefix(b, notePrefix); ok {
+		i := bytes.IndexByte(rest, '"')
+		if i > 0 && bytes.HasPrefix(rest[i:], noteSeq) {
+			sid, rest = rest[:i], rest[i+len(noteSeq):]
+			j := 0
+			for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
+				j++
+			}
+			if n, perr := strconv.ParseInt(string(rest[:j]), 10, 64); perr == nil && bytes.HasPrefix(rest[j:], notePub) && bytes.HasSuffix(rest, []byte("}")) {
+				return sid, n, rest[j+len(notePub) : len(rest)-1], nil
+			}
+		}
+	}
+	var w struct {
+		Sid         string          `json:"sid"`
+		Seq         int64           `json:"seq"`
+		Publication json.RawMessage `json:"publication"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil || w.Sid == "" || len(w.Publication) == 0 {
+		return nil, 0, nil, fmt.Errorf("%w: notification %.100q", ErrProtocol, b)
+	}
+	return []byte(w.Sid), w.Seq, w.Publication, nil
+}
+
+// decodePublication decodes a publication object.
+func decodePublication(b []byte, p *Publication) error {
+	if decodePublicationFast(b, p) {
+		return nil
+	}
+	return decodePublicationSlow(b, p)
+}
+
+// decodePublicationFast reads a flat object of string fields and a flat
+// attrs object of strings, with no whitespace and no escapes; false means
+// "not that shape", not "invalid".
+func decodePublicationFast(b []byte, p *Publication) bool {
+	*p = Publication{}
+	s := scanner{b: b}
+	if !s.take('{') {
+		return false
+	}
+	if s.take('}') {
+		return s.end()
+	}
+	for {
+		key, ok := s.str()
+		if !ok || !s.take(':') {
+			return false
+		}
+		if string(key) == "attrs" {
+			if p.Attrs, ok = s.strMap(); !ok {
+				return false
+			}
+		} else {
+			v, ok := s.str()
+			if !ok {
+				return false
+			}
+			switch string(key) {
+			case "pid":
+				p.Pid = string(v)
+			case "uid":
+				p.Uid = string(v)
+			case "cell":
+				p.Cell = string(v)
+			case "topic":
+				p.Topic = string(v)
+			case "desc":
+				p.Desc = string(v)
+			case "tp":
+				if p.Tp, ok = parseTimeBytes(v); !ok {
+					return false
+				}
+			case "expires_at":
+				if p.ExpiresAt, ok = parseTimeBytes(v); !ok {
+					return false
+				}
+			default:
+				return false
+			}
+		}
+		if s.take('}') {
+			return s.end()
+		}
+		if !s.take(',') {
+			return false
+		}
+	}
+}
+
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) take(c byte) bool {
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+func (s *scanner) end() bool { return s.i == len(s.b) }
+
+// str reads a string with no escapes and no control characters.
+func (s *scanner) str() ([]byte, bool) {
+	if !s.take('"') {
+		return nil, false
+	}
+	start := s.i
+	for s.i < len(s.b) {
+		switch c := s.b[s.i]; {
+		case c == '"':
+			s.i++
+			return s.b[start : s.i-1], true
+		case c == '\\' || c < 0x20:
+			return nil, false
+		}
+		s.i++
+	}
+	return nil, false
+}
+
+func (s *scanner) strMap() (map[string]string, bool) {
+	if !s.take('{') {
+		return nil, false
+	}
+	m := map[string]string{}
+	if s.take('}') {
+		return m, true
+	}
+	for {
+		k, ok := s.str()
+		if !ok || !s.take(':') {
+			return nil, false
+		}
+		v, ok := s.str()
+		if !ok {
+			return nil, false
+		}
+		m[string(k)] = string(v)
+		if s.take('}') {
+			return m, true
+		}
+		if !s.take(',') {
+			return nil, false
+		}
+	}
+}
+
+// parseTimeBytes reads the broker's stamps, RFC 3339 in UTC with up to
+// nine fractional digits ("2026-11-21T10:32:12.1Z"), without time.Parse's
+// generality; other forms take time.Parse.
+func parseTimeBytes(b []byte) (time.Time, bool) {
+	num := func(i, n int) (int, bool) {
+		v := 0
+		for _, c := range b[i : i+n] {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v, true
+	}
+	if len(b) >= 20 && b[4] == '-' && b[7] == '-' && b[10] == 'T' && b[13] == ':' && b[16] == ':' && b[len(b)-1] == 'Z' {
+		y, ok1 := num(0, 4)
+		mo, ok2 := num(5, 2)
+		d, ok3 := num(8, 2)
+		h, ok4 := num(11, 2)
+		mi, ok5 := num(14, 2)
+		sec, ok6 := num(17, 2)
+		frac := b[19 : len(b)-1]
+		ns, ok7 := 0, true
+		switch {
+		case len(frac) == 0:
+		case frac[0] == '.' && len(frac) >= 2 && len(frac) <= 10:
+			ns, ok7 = num(20, len(frac)-1)
+			for range 10 - len(frac) {
+				ns *= 10
+			}
+		default:
+			ok7 = false
+		}
+		if ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 && mo >= 1 && mo <= 12 && d >= 1 && d <= 31 && h < 24 && mi < 60 && sec < 60 {
+			// time.Date normalizes 31 April to 1 May; time.Parse refuses it.
+			if t := time.Date(y, time.Month(mo), d, h, mi, sec, ns, time.UTC); t.Day() == d {
+				return t, true
+			}
+		}
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(b))
+	return t, err == nil
+}
+
+func parseTime(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, ok := parseTimeBytes([]byte(s))
+	if !ok {
+		return t, fmt.Errorf("%w: time %q", ErrProtocol, s)
+	}
+	return t, nil
+}
