@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // Notifications are most of what a subscriber reads, so they are decoded
@@ -88,6 +89,9 @@ func decodePublicationFast(b []byte, p *Publication) bool {
 			return false
 		}
 		if string(key) == "attrs" {
+			if p.Attrs != nil { // encoding/json would merge the two
+				return false
+			}
 			if p.Attrs, ok = s.strMap(); !ok {
 				return false
 			}
@@ -143,19 +147,23 @@ func (s *scanner) take(c byte) bool {
 
 func (s *scanner) end() bool { return s.i == len(s.b) }
 
-// str reads a string with no escapes and no control characters.
+// str reads a string with no escapes, no control characters and valid
+// UTF-8 (encoding/json would replace invalid bytes).
 func (s *scanner) str() ([]byte, bool) {
 	if !s.take('"') {
 		return nil, false
 	}
-	start := s.i
+	start, ascii := s.i, true
 	for s.i < len(s.b) {
 		switch c := s.b[s.i]; {
 		case c == '"':
 			s.i++
-			return s.b[start : s.i-1], true
+			v := s.b[start : s.i-1]
+			return v, ascii || utf8.Valid(v)
 		case c == '\\' || c < 0x20:
 			return nil, false
+		case c >= 0x80:
+			ascii = false
 		}
 		s.i++
 	}

@@ -15,8 +15,14 @@ import (
 // port) with its data in dir.
 func startBroker(t *testing.T, dir, addr string) *broker.Broker {
 	t.Helper()
-	b, err := broker.Start(broker.Config{DataDir: dir, HTTPAddr: addr, NATSListen: "127.0.0.1:0",
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return startWith(t, broker.Config{DataDir: dir, HTTPAddr: addr})
+}
+
+func startWith(t *testing.T, cfg broker.Config) *broker.Broker {
+	t.Helper()
+	cfg.NATSListen = "127.0.0.1:0"
+	cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	b, err := broker.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,59 @@
+package client
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestParseTime(t *testing.T) {
+	for _, s := range []string{"2026-11-21T10:32:12Z", "2026-11-21T10:32:12.1Z", "2026-11-21T10:32:12.123456789Z", "2026-11-21T10:32:12+02:00", "2024-02-29T00:00:00Z"} {
+		want, err := time.Parse(time.RFC3339Nano, s)
+		got, ok := parseTimeBytes([]byte(s))
+		if err != nil || !ok || !got.Equal(want) {
+			t.Errorf("%s: got %v %v, want %v", s, got, ok, want)
+		}
+	}
+	for _, s := range []string{"", "2026-04-31T00:00:00Z", "2026-11-21T10:32:12.Z", "2026-13-01T00:00:00Z"} {
+		if got, ok := parseTimeBytes([]byte(s)); ok {
+			t.Errorf("%q: accepted as %v", s, got)
+		}
+	}
+}
+
+// FuzzPublication: whatever the fast decoder accepts, encoding/json
+// reads the same.
+func FuzzPublication(f *testing.F) {
+	f.Add([]byte(`{"pid":"p","uid":"u","cell":"1.2","tp":"2026-11-21T10:32:12.1Z","expires_at":"2026-11-21T10:33:12Z","desc":"d","attrs":{"a":"b"}}`))
+	f.Add([]byte(`{"pid":"p","topic":"sports/soccer","attrs":{}}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var fast, slow Publication
+		if !decodePublicationFast(b, &fast) {
+			return
+		}
+		if err := decodePublicationSlow(b, &slow); err != nil {
+			t.Fatalf("fast accepted what json refuses: %v", err)
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("fast %+v, json %+v", fast, slow)
+		}
+	})
+}
+
+// FuzzNotification: the frame splitter never panics, and its fast path
+// agrees with encoding/json.
+func FuzzNotification(f *testing.F) {
+	f.Add([]byte(`{"op":"notification","sid":"s-1","seq":12,"publication":{"pid":"p"}}`))
+	f.Add([]byte(`{"op":"notification","sid":"","seq":-1,"publication":{}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		sid, seq, pub, err := splitNotification(b)
+		if err != nil {
+			return
+		}
+		if len(sid) == 0 || len(pub) == 0 {
+			t.Fatalf("accepted %q with sid %q, publication %q", b, sid, pub)
+		}
+		_ = seq
+	})
+}
