@@ -377,7 +377,7 @@ func (c *Client) reconnect() {
 // subscription the broker no longer knows is lost.
 func (c *Client) resume(cn *conn, s *Subscription) {
 	after := s.last.Load()
-	err := c.send(context.Background(), cn, &wireRequest{Op: "resume", Sid: s.Sid, After: &after}, func(rep *wireReply, err error) {
+	err := c.send(context.Background(), cn, &wireRequest{Op: "resume", UID: s.uid, Sid: s.Sid, After: &after}, func(rep *wireReply, err error) {
 		if err != nil {
 			return // the connection dropped again: the next one resumes
 		}

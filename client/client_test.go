@@ -198,6 +198,12 @@ func TestReconnectDuringBurstLosesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Another user's subscription on the same connection (open mode) is
+	// resumed as that user.
+	s2, err := sub.Subscribe(ctx, client.SubscribeRequest{UID: "carol", Location: client.Cell("1"), Future: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
 	stop := make(chan struct{})
 	cuts := make(chan int)
 	go func() { // cut the subscriber's connection again and again mid-burst
@@ -221,6 +227,7 @@ func TestReconnectDuringBurstLosesNothing(t *testing.T) {
 	close(stop)
 	t.Logf("%d cuts", <-cuts)
 	collect(t, ctx, s, want)
+	collect(t, ctx, s2, want)
 	if st := sub.Stats(); st.Reconnects == 0 || st.Resumes == 0 {
 		t.Fatalf("stats %+v: the cuts did not reach the client", st)
 	}

@@ -11,7 +11,7 @@ import (
 // ends. If ctx ends before the reply, a subscription the broker made
 // anyway is cancelled.
 func (c *Client) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription, error) {
-	req := &wireRequest{Op: "subscribe", Past: duration(r.Past), Future: duration(r.Future), SelfJoin: r.SelfJoin}
+	req := &wireRequest{Op: "subscribe", UID: r.UID, Past: duration(r.Past), Future: duration(r.Future), SelfJoin: r.SelfJoin}
 	req.locate(r.Location)
 	if r.Filter != nil {
 		req.Filter = &wireFilter{Keyword: r.Filter.Keyword, Attrs: r.Filter.Attrs}
@@ -20,7 +20,7 @@ func (c *Client) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscripti
 		if rep.Op != "subscribed" {
 			return nil, fmt.Errorf("%w: %q to a subscribe", ErrProtocol, rep.Op)
 		}
-		s := newSubscription(c, &r)
+		s := newSubscription(c, &r, req.UID)
 		s.Sid, s.Cell, s.Live = rep.Sid, rep.Cell, rep.Live
 		var err error
 		if s.Ts, err = parseTime(rep.Ts); err != nil {
@@ -46,7 +46,7 @@ func (c *Client) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscripti
 		return s, nil
 	}, func(s *Subscription) {
 		if s.Live {
-			go c.Unsubscribe(context.Background(), s.Sid)
+			go c.unsubscribe(context.Background(), s.Sid, s.uid)
 		}
 	})
 }
@@ -57,7 +57,18 @@ func (c *Client) Unsubscribe(ctx context.Context, sid string) error {
 	c.mu.Lock()
 	s := c.subs[sid]
 	c.mu.Unlock()
-	_, err := request(ctx, c, &wireRequest{Op: "unsubscribe", Sid: sid}, func(rep *wireReply) (struct{}, error) {
+	uid := ""
+	if s != nil {
+		uid = s.uid
+	}
+	return c.unsubscribe(ctx, sid, uid)
+}
+
+func (c *Client) unsubscribe(ctx context.Context, sid, uid string) error {
+	c.mu.Lock()
+	s := c.subs[sid]
+	c.mu.Unlock()
+	_, err := request(ctx, c, &wireRequest{Op: "unsubscribe", UID: uid, Sid: sid}, func(rep *wireReply) (struct{}, error) {
 		if rep.Op != "unsubscribed" {
 			return struct{}{}, fmt.Errorf("%w: %q to an unsubscribe", ErrProtocol, rep.Op)
 		}
@@ -70,12 +81,14 @@ func (c *Client) Unsubscribe(ctx context.Context, sid string) error {
 }
 
 // Unsubscribe cancels the subscription.
-func (s *Subscription) Unsubscribe(ctx context.Context) error { return s.c.Unsubscribe(ctx, s.Sid) }
+func (s *Subscription) Unsubscribe(ctx context.Context) error {
+	return s.c.unsubscribe(ctx, s.Sid, s.uid)
+}
 
 // Publish stores a publication and notifies the live subscriptions it
 // matches.
 func (c *Client) Publish(ctx context.Context, r PublishRequest) (*Published, error) {
-	req := &wireRequest{Op: "publish", Expires: duration(r.Expires), Desc: r.Desc, Attrs: r.Attrs, SelfJoin: r.SelfJoin}
+	req := &wireRequest{Op: "publish", UID: r.UID, Expires: duration(r.Expires), Desc: r.Desc, Attrs: r.Attrs, SelfJoin: r.SelfJoin}
 	req.locate(r.Location)
 	return request(ctx, c, req, func(rep *wireReply) (*Published, error) {
 		if rep.Op != "published" {

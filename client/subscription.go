@@ -22,6 +22,7 @@ type Subscription struct {
 	C <-chan Notification
 
 	c       *Client
+	uid     string // the request's, for resume and unsubscribe in open mode
 	handler func(Notification)
 	inline  bool
 	limit   int
@@ -38,8 +39,8 @@ type Subscription struct {
 	done    chan struct{}
 }
 
-func newSubscription(c *Client, r *SubscribeRequest) *Subscription {
-	s := &Subscription{c: c, handler: r.Handler, inline: r.Inline && r.Handler != nil, limit: c.opts.PendingLimit, done: make(chan struct{})}
+func newSubscription(c *Client, r *SubscribeRequest, uid string) *Subscription {
+	s := &Subscription{c: c, uid: uid, handler: r.Handler, inline: r.Inline && r.Handler != nil, limit: c.opts.PendingLimit, done: make(chan struct{})}
 	s.cond.L = &s.mu
 	if s.handler == nil {
 		s.ch = make(chan Notification, 16)

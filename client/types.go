@@ -37,8 +37,11 @@ type Filter struct {
 // SubscribeRequest is a subscription's location, window and options.
 type SubscribeRequest struct {
 	Location Location
-	Past     time.Duration // how far back past results reach
-	Future   time.Duration // how long notifications follow; 0: past results only
+	// UID acts as another user than Options.UID, on a broker in open
+	// mode: one connection may carry many users' subscriptions.
+	UID    string
+	Past   time.Duration // how far back past results reach
+	Future time.Duration // how long notifications follow; 0: past results only
 	// SelfJoin leaves out publications this user's earlier subscriptions
 	// already returned.
 	SelfJoin bool
@@ -55,6 +58,7 @@ type SubscribeRequest struct {
 // PublishRequest is a publication.
 type PublishRequest struct {
 	Location Location
+	UID      string        // as in SubscribeRequest
 	Expires  time.Duration // lifetime; 0: matched now, not stored
 	Desc     string
 	Attrs    map[string]string
