@@ -41,7 +41,7 @@ type call struct {
 }
 
 type stats struct {
-	reconnects, resumes, duplicates, orphans atomic.Int64
+	reconnects, resumes, duplicates, orphans, lost atomic.Int64
 }
 
 // Stats counts what the client did behind its API.
@@ -50,11 +50,32 @@ type Stats struct {
 	Resumes    int64 // subscriptions resumed on a new connection
 	Duplicates int64 // notifications dropped as already received
 	Orphans    int64 // notifications of subscriptions the client no longer holds
+	Lost       int64 // subscriptions ended with ErrLost
 }
 
 // Stats returns the counters so far.
 func (c *Client) Stats() Stats {
-	return Stats{c.stats.reconnects.Load(), c.stats.resumes.Load(), c.stats.duplicates.Load(), c.stats.orphans.Load()}
+	return Stats{c.stats.reconnects.Load(), c.stats.resumes.Load(), c.stats.duplicates.Load(), c.stats.orphans.Load(), c.stats.lost.Load()}
+}
+
+// Connected reports whether a connection is up (resumes may still be on
+// their way).
+func (c *Client) Connected() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cur != nil
+}
+
+// ForceReconnect drops the connection abruptly, as a network failure
+// would; the client reconnects and resumes as after any drop. Requests in
+// flight fail with ErrConnectionLost.
+func (c *Client) ForceReconnect() {
+	c.mu.Lock()
+	cn := c.cur
+	c.mu.Unlock()
+	if cn != nil {
+		cn.ws.NetConn().Close()
+	}
 }
 
 // Dial connects to a broker's WebSocket endpoint, such as
@@ -327,6 +348,9 @@ func (c *Client) lost(cn *conn, err error) {
 		cl.fn(nil, why)
 	}
 	if !closed {
+		if c.opts.OnDisconnect != nil {
+			c.opts.OnDisconnect(err)
+		}
 		c.opts.Log.Info("cellcast client: connection lost; reconnecting", "url", c.url, "err", err)
 		c.readers.Add(1)
 		go c.reconnect()
@@ -410,6 +434,9 @@ func (c *Client) end(s *Subscription, why error) {
 	c.mu.Lock()
 	if c.subs[s.Sid] == s {
 		delete(c.subs, s.Sid)
+		if why == ErrLost {
+			c.stats.lost.Add(1)
+		}
 	}
 	c.mu.Unlock()
 	s.finish(why, why == ErrCancelled)

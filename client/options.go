@@ -32,6 +32,10 @@ type Options struct {
 	// subscription falls behind and catches up from the store later
 	// (docs/protocol.md, "Slow readers"). Default 65,536.
 	PendingLimit int
+	// OnDisconnect, if set, hears why the connection dropped (a close
+	// frame from the broker says so in its text), before the client
+	// reconnects. It must not block.
+	OnDisconnect func(error)
 	// Log receives reconnections and unexpected frames; default
 	// slog.Default().
 	Log *slog.Logger
