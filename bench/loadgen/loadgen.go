@@ -417,4 +417,3 @@ func stamp(id string) int64 {
 	t, _ := strconv.ParseInt(id, 36, 64)
 	return t
 }
-
