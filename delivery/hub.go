@@ -36,6 +36,13 @@ type Notification struct {
 	Sid  string
 	Uid  string // the subscriber
 	Seq  int64
+	// Prev is the Seq of the notification of this subscription that its
+	// sink took before this one (0: none; after a resume, the resume
+	// point). A subscriber that last received Prev has missed nothing;
+	// one that last received less has a gap to resume from. Sequence
+	// numbers are stamps, not counters, so the chain is what makes a gap
+	// visible on a transport that may drop messages (NATS).
+	Prev int64
 	Pub  *subscriptions.Publication
 	Body []byte
 	// Replayed: the notification comes from the store, by a resume or a
@@ -374,7 +381,10 @@ func (h *Hub) open(r *route) {
 		for _, n := range r.held {
 			if r.lagging {
 				h.skipped.Add(1)
-			} else if r.sink.Notify(n) {
+				continue
+			}
+			n.Prev = r.last
+			if r.sink.Notify(n) {
 				sent++
 				r.last = n.Seq
 			} else {
@@ -497,7 +507,7 @@ func (h *Hub) dispatch(res *subscriptions.PublishResult) {
 			r.held = append(r.held, &Notification{Sid: r.sid, Uid: r.uid, Seq: Seq(s, p), Pub: p, Body: body})
 		case r.lagging:
 			skipped++
-		case r.sink.Notify(&Notification{Sid: r.sid, Uid: r.uid, Seq: Seq(s, p), Pub: p, Body: body}):
+		case r.sink.Notify(&Notification{Sid: r.sid, Uid: r.uid, Seq: Seq(s, p), Prev: r.last, Pub: p, Body: body}):
 			sent++
 			r.last = Seq(s, p)
 		default:

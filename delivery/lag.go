@@ -35,6 +35,7 @@ func (h *Hub) replay(r *route, res *subscriptions.ReplayResult) bool {
 		if n.Seq <= r.last {
 			continue
 		}
+		n.Prev = r.last
 		if !r.sink.Notify(n) {
 			refused = true
 			break
