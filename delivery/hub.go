@@ -33,9 +33,9 @@ type Sink interface {
 // publication as the hub's Encode rendered it, shared by every
 // notification of that publication: sinks must not modify it.
 type Notification struct {
-	Sid  string
-	Uid  string // the subscriber
-	Seq  int64
+	Sid string
+	Uid string // the subscriber
+	Seq int64
 	// Prev is the Seq of the notification of this subscription that its
 	// sink took before this one (0: none; after a resume, the resume
 	// point). A subscriber that last received Prev has missed nothing;
