@@ -9,8 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/gorilla/websocket"
 )
 
 // Client is a connection to a broker that reconnects by itself. Its
@@ -18,9 +16,12 @@ import (
 type Client struct {
 	url  string
 	opts Options
+	// redial makes a new transport after a drop; nil when the transport
+	// reconnects by itself (NATS) and calls reattach.
+	redial func(context.Context) (transport, error)
 
 	mu      sync.Mutex
-	cur     *conn         // nil while reconnecting
+	cur     transport     // nil while disconnected
 	ready   chan struct{} // closed while cur is set
 	closed  bool
 	nextID  uint64
@@ -41,21 +42,38 @@ type call struct {
 }
 
 type stats struct {
-	reconnects, resumes, duplicates, orphans, lost atomic.Int64
+	reconnects, resumes, duplicates, orphans, lost, gaps atomic.Int64
 }
 
 // Stats counts what the client did behind its API.
 type Stats struct {
 	Reconnects int64 // connections made again after a drop
-	Resumes    int64 // subscriptions resumed on a new connection
+	Resumes    int64 // subscriptions resumed after a drop or a gap
 	Duplicates int64 // notifications dropped as already received
 	Orphans    int64 // notifications of subscriptions the client no longer holds
 	Lost       int64 // subscriptions ended with ErrLost
+	Gaps       int64 // notifications that showed one missing before them (NATS)
 }
 
 // Stats returns the counters so far.
 func (c *Client) Stats() Stats {
-	return Stats{c.stats.reconnects.Load(), c.stats.resumes.Load(), c.stats.duplicates.Load(), c.stats.orphans.Load(), c.stats.lost.Load()}
+	return Stats{c.stats.reconnects.Load(), c.stats.resumes.Load(), c.stats.duplicates.Load(),
+		c.stats.orphans.Load(), c.stats.lost.Load(), c.stats.gaps.Load()}
+}
+
+func newClient(url string, opts Options) *Client {
+	return &Client{url: url, opts: opts, ready: make(chan struct{}), pending: map[string]*call{},
+		subs: map[string]*Subscription{}, done: make(chan struct{})}
+}
+
+// start makes tr the transport and starts the sweeper.
+func (c *Client) start(tr transport) {
+	c.mu.Lock()
+	c.cur = tr
+	close(c.ready)
+	c.mu.Unlock()
+	c.readers.Add(1)
+	go c.sweep()
 }
 
 // Connected reports whether a connection is up (resumes may still be on
@@ -71,38 +89,11 @@ func (c *Client) Connected() bool {
 // flight fail with ErrConnectionLost.
 func (c *Client) ForceReconnect() {
 	c.mu.Lock()
-	cn := c.cur
+	tr := c.cur
 	c.mu.Unlock()
-	if cn != nil {
-		cn.ws.NetConn().Close()
+	if tr != nil {
+		tr.abort()
 	}
-}
-
-// Dial connects to a broker's WebSocket endpoint, such as
-// "ws://127.0.0.1:8080/ws". Only this first connection's failure is
-// returned; later drops reconnect in the background.
-func Dial(ctx context.Context, url string, opts Options) (*Client, error) {
-	opts.withDefaults()
-	cn, err := dial(ctx, url, &opts)
-	if err != nil {
-		return nil, err
-	}
-	c := &Client{url: url, opts: opts, ready: make(chan struct{}), pending: map[string]*call{},
-		subs: map[string]*Subscription{}, done: make(chan struct{})}
-	c.attach(cn)
-	c.readers.Add(1)
-	go c.sweep()
-	return c, nil
-}
-
-// attach makes cn the connection and starts its reader.
-func (c *Client) attach(cn *conn) {
-	c.mu.Lock()
-	c.cur = cn
-	close(c.ready)
-	c.mu.Unlock()
-	c.readers.Add(1)
-	go c.read(cn)
 }
 
 // Close ends the connection and every subscription (with ErrClosed).
@@ -114,17 +105,13 @@ func (c *Client) Close() error {
 	}
 	c.closed = true
 	close(c.done)
-	cn := c.cur
+	tr := c.cur
 	subs := c.subs
 	c.subs = map[string]*Subscription{}
 	c.mu.Unlock()
 	var err error
-	if cn != nil {
-		cn.wmu.Lock()
-		cn.ws.SetWriteDeadline(time.Now().Add(time.Second))
-		cn.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, "")) // best effort
-		cn.wmu.Unlock()
-		err = cn.ws.Close()
+	if tr != nil {
+		err = tr.close()
 	}
 	c.readers.Wait()
 	for _, s := range subs {
@@ -134,16 +121,16 @@ func (c *Client) Close() error {
 }
 
 // connected waits for a connection.
-func (c *Client) connected(ctx context.Context) (*conn, error) {
+func (c *Client) connected(ctx context.Context) (transport, error) {
 	for {
 		c.mu.Lock()
-		cn, ready, closed := c.cur, c.ready, c.closed
+		tr, ready, closed := c.cur, c.ready, c.closed
 		c.mu.Unlock()
 		switch {
 		case closed:
 			return nil, ErrClosed
-		case cn != nil:
-			return cn, nil
+		case tr != nil:
+			return tr, nil
 		}
 		select {
 		case <-ready:
@@ -154,20 +141,26 @@ func (c *Client) connected(ctx context.Context) (*conn, error) {
 	}
 }
 
-// send writes req on cn (nil: the current connection, waited for) with a
+// send writes req on tr (nil: the current transport, waited for) with a
 // fresh id; fn gets the reply. An error means fn will not run.
-func (c *Client) send(ctx context.Context, cn *conn, req *wireRequest, fn func(*wireReply, error)) error {
-	if cn == nil {
+func (c *Client) send(ctx context.Context, tr transport, req *wireRequest, fn func(*wireReply, error)) error {
+	if tr == nil {
 		var err error
-		if cn, err = c.connected(ctx); err != nil {
+		if tr, err = c.connected(ctx); err != nil {
 			return err
 		}
 	}
 	if req.UID == "" {
 		req.UID = c.opts.UID
 	}
+	if n, ok := tr.(*natsConn); ok && (req.Op == "subscribe" || req.Op == "resume") {
+		// Listen before asking, or the first notifications pass by.
+		if err := n.listen(req.UID); err != nil {
+			return err
+		}
+	}
 	c.mu.Lock()
-	if c.cur != cn {
+	if c.cur != tr {
 		c.mu.Unlock()
 		return ErrConnectionLost
 	}
@@ -177,20 +170,31 @@ func (c *Client) send(ctx context.Context, cn *conn, req *wireRequest, fn func(*
 	c.mu.Unlock()
 	b, err := json.Marshal(req)
 	if err != nil {
-		c.mu.Lock()
-		delete(c.pending, req.ID)
-		c.mu.Unlock()
+		c.forget(req.ID)
 		return fmt.Errorf("cellcast: encoding the request: %w", err)
 	}
-	// A failed write closes the connection: the reader fails the call.
-	cn.write(b)
+	if err := tr.send(req.Op, b); err != nil {
+		// WebSocket: the reader fails the call once it sees the closed
+		// connection. NATS refused it outright: nothing will answer.
+		if _, ok := tr.(*natsConn); ok {
+			c.forget(req.ID)
+			return fmt.Errorf("%w: %v", ErrConnectionLost, err)
+		}
+	}
 	return nil
+}
+
+// forget drops a call whose reply nobody will wait for.
+func (c *Client) forget(id string) {
+	c.mu.Lock()
+	delete(c.pending, id)
+	c.mu.Unlock()
 }
 
 // request sends req and waits for its reply, which onReply turns into a
 // value on the reader, so that a subscription is in place before the
 // frames after its reply are read. If the caller stops waiting first,
-// abandon gets that value.
+// abandon gets that value (nil abandon: the reply is not waited for).
 func request[T any](ctx context.Context, c *Client, req *wireRequest, onReply func(*wireReply) (T, error), abandon func(T)) (T, error) {
 	type result struct {
 		v   T
@@ -231,33 +235,32 @@ func request[T any](ctx context.Context, c *Client, req *wireRequest, onReply fu
 		case r := <-ch: // it came meanwhile
 			return r.v, r.err
 		default:
+			if abandon == nil {
+				c.forget(req.ID)
+			}
 			var zero T
 			return zero, ctx.Err()
 		}
 	}
 }
 
-// read serves one connection until it drops.
-func (c *Client) read(cn *conn) {
-	defer c.readers.Done()
-	err := cn.readLoop(func(data []byte) {
-		if isNotification(data) {
-			c.notify(data)
-			return
-		}
-		rep := &wireReply{}
-		if err := json.Unmarshal(data, rep); err != nil {
-			c.opts.Log.Error("cellcast client: unreadable frame", "err", err, "frame", fmt.Sprintf("%.200q", data))
-			return
-		}
-		c.reply(cn, rep)
-	})
-	c.lost(cn, err)
+// frame handles one frame from tr; one runs at a time.
+func (c *Client) frame(tr transport, data []byte) {
+	if isNotification(data) {
+		c.notify(tr, data)
+		return
+	}
+	rep := &wireReply{}
+	if err := json.Unmarshal(data, rep); err != nil {
+		c.opts.Log.Error("cellcast client: unreadable frame", "err", err, "frame", fmt.Sprintf("%.200q", data))
+		return
+	}
+	c.reply(tr, rep)
 }
 
 // reply files a reply or a page of one, and completes its call once the
 // last page is in.
-func (c *Client) reply(cn *conn, rep *wireReply) {
+func (c *Client) reply(tr transport, rep *wireReply) {
 	c.mu.Lock()
 	cl := c.pending[rep.ID]
 	if cl == nil {
@@ -285,7 +288,7 @@ func (c *Client) reply(cn *conn, rep *wireReply) {
 		c.mu.Unlock()
 		if next != "" { // cursor mode: pull the next page, under the same id
 			b, _ := json.Marshal(&wireRequest{ID: rep.ID, Op: "page", Cursor: next})
-			go cn.write(b)
+			go tr.send("page", b)
 		}
 		return
 	}
@@ -294,10 +297,12 @@ func (c *Client) reply(cn *conn, rep *wireReply) {
 	cl.fn(cl.rep, nil)
 }
 
-// notify routes a notification to its subscription, dropping what that
-// subscription has already received.
-func (c *Client) notify(data []byte) {
-	sid, seq, pub, err := splitNotification(data)
+// notify routes a notification to its subscription. One the subscription
+// already received is dropped; one whose prev shows a notification
+// missing before it is dropped too, and the subscription resumed from the
+// last one received, which replays the missing one and this one.
+func (c *Client) notify(tr transport, data []byte) {
+	sid, seq, prev, pub, err := splitNotification(data)
 	if err != nil {
 		c.opts.Log.Error("cellcast client: unreadable notification", "err", err)
 		return
@@ -310,8 +315,14 @@ func (c *Client) notify(data []byte) {
 		return
 	}
 	// Only the reader writes last, and one reader runs at a time.
-	if seq <= s.last.Load() {
+	last := s.last.Load()
+	if seq <= last {
 		c.stats.duplicates.Add(1)
+		return
+	}
+	if prev > last {
+		c.stats.gaps.Add(1)
+		c.repair(tr, s)
 		return
 	}
 	n := Notification{Sid: s.Sid, Seq: seq}
@@ -323,11 +334,11 @@ func (c *Client) notify(data []byte) {
 	s.deliver(n)
 }
 
-// lost fails the calls of a dropped connection and reconnects.
-func (c *Client) lost(cn *conn, err error) {
-	cn.ws.Close()
+// lost fails the calls of a dropped transport and, for a WebSocket,
+// dials again.
+func (c *Client) lost(tr transport, err error) {
 	c.mu.Lock()
-	if c.cur != cn {
+	if c.cur != tr {
 		c.mu.Unlock()
 		return
 	}
@@ -347,18 +358,21 @@ func (c *Client) lost(cn *conn, err error) {
 	for _, cl := range pending {
 		cl.fn(nil, why)
 	}
-	if !closed {
-		if c.opts.OnDisconnect != nil {
-			c.opts.OnDisconnect(err)
-		}
-		c.opts.Log.Info("cellcast client: connection lost; reconnecting", "url", c.url, "err", err)
+	if closed {
+		return
+	}
+	if c.opts.OnDisconnect != nil {
+		c.opts.OnDisconnect(err)
+	}
+	c.opts.Log.Info("cellcast client: connection lost; reconnecting", "url", c.url, "err", err)
+	if c.redial != nil {
 		c.readers.Add(1)
 		go c.reconnect()
 	}
 }
 
 // reconnect dials until it succeeds or the client closes, then resumes
-// every subscription from the last sequence number it received.
+// every subscription.
 func (c *Client) reconnect() {
 	defer c.readers.Done()
 	wait := time.Duration(0)
@@ -370,40 +384,80 @@ func (c *Client) reconnect() {
 		case <-time.After(wait):
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		cn, err := dial(ctx, c.url, &c.opts)
+		tr, err := c.redial(ctx)
 		cancel()
 		if err != nil {
 			c.opts.Log.Debug("cellcast client: redial failed", "err", err, "retry_in", wait)
 			continue
 		}
-		c.mu.Lock()
-		if c.closed {
-			c.mu.Unlock()
-			cn.ws.Close()
-			return
-		}
-		subs := make([]*Subscription, 0, len(c.subs))
-		for _, s := range c.subs {
-			subs = append(subs, s)
-		}
-		c.mu.Unlock()
-		c.stats.reconnects.Add(1)
-		c.attach(cn)
-		for _, s := range subs {
-			c.resume(cn, s)
+		if !c.reattach(tr) {
+			tr.close()
 		}
 		return
 	}
 }
 
-// resume asks cn's broker to replay s from the last sequence number
-// received and route it to cn. A transient refusal is retried; a
-// subscription the broker no longer knows is lost.
-func (c *Client) resume(cn *conn, s *Subscription) {
+// reattach makes tr the transport again after a drop and resumes every
+// subscription from the last sequence number it received. It reports
+// false when the client has closed meanwhile.
+func (c *Client) reattach(tr transport) bool {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return false
+	}
+	c.cur = tr
+	close(c.ready)
+	subs := make([]*Subscription, 0, len(c.subs))
+	for _, s := range c.subs {
+		subs = append(subs, s)
+	}
+	c.mu.Unlock()
+	c.stats.reconnects.Add(1)
+	for _, s := range subs {
+		s.repairing.Store(true)
+		s.repairAt.Store(time.Now().UnixNano())
+		c.resume(tr, s)
+	}
+	return true
+}
+
+// repair resumes s from the last notification received, unless a resume
+// is on its way already.
+func (c *Client) repair(tr transport, s *Subscription) {
+	if s.repairing.CompareAndSwap(false, true) {
+		s.repairAt.Store(time.Now().UnixNano())
+		c.resume(tr, s)
+	}
+}
+
+// repairAll repairs every subscription.
+func (c *Client) repairAll(tr transport) {
+	c.mu.Lock()
+	subs := make([]*Subscription, 0, len(c.subs))
+	for _, s := range c.subs {
+		subs = append(subs, s)
+	}
+	c.mu.Unlock()
+	for _, s := range subs {
+		c.repair(tr, s)
+	}
+}
+
+// repairTimeout: a resume unanswered this long counts as lost (NATS may
+// drop its reply), and is asked again.
+const repairTimeout = time.Second
+
+// resume asks the broker to replay s from the last sequence number
+// received and route it to tr. A transient refusal is retried; a
+// subscription the broker no longer knows is lost. s.repairing is set,
+// and clears once the broker has answered.
+func (c *Client) resume(tr transport, s *Subscription) {
 	after := s.last.Load()
-	err := c.send(context.Background(), cn, &wireRequest{Op: "resume", UID: s.uid, Sid: s.Sid, After: &after}, func(rep *wireReply, err error) {
+	err := c.send(context.Background(), tr, &wireRequest{Op: "resume", UID: s.uid, Sid: s.Sid, After: &after}, func(rep *wireReply, err error) {
 		if err != nil {
-			return // the connection dropped again: the next one resumes
+			s.repairing.Store(false) // the connection dropped: the next one resumes
+			return
 		}
 		err = rep.err()
 		switch {
@@ -412,6 +466,7 @@ func (c *Client) resume(cn *conn, s *Subscription) {
 			c.mu.Lock()
 			s.held = true
 			c.mu.Unlock()
+			s.repairing.Store(false)
 		case errors.Is(err, ErrNotFound):
 			c.end(s, ErrLost)
 		default: // overloaded, unavailable, internal: try again
@@ -421,11 +476,14 @@ func (c *Client) resume(cn *conn, s *Subscription) {
 				wait = e.RetryAfter
 			}
 			c.opts.Log.Warn("cellcast client: resume refused; retrying", "sid", s.Sid, "err", err, "retry_in", wait)
-			time.AfterFunc(wait, func() { c.resume(cn, s) })
+			time.AfterFunc(wait, func() { c.resume(tr, s) })
 		}
 	})
-	if err != nil && !errors.Is(err, ErrConnectionLost) {
-		c.opts.Log.Warn("cellcast client: resume", "sid", s.Sid, "err", err)
+	if err != nil {
+		s.repairing.Store(false)
+		if !errors.Is(err, ErrConnectionLost) {
+			c.opts.Log.Warn("cellcast client: resume", "sid", s.Sid, "err", err)
+		}
 	}
 }
 
@@ -445,6 +503,12 @@ func (c *Client) end(s *Subscription, why error) {
 // sweep ends subscriptions whose window is over. Without a lifecycle
 // event from the broker, EndGrace past the window is when a late
 // notification is no longer expected.
+//
+// Over NATS it also repairs what a gap in prev cannot show: after NATS
+// reports dropped messages, every subscription is resumed (the last ones
+// dropped have nothing after them to show the gap); a subscription is
+// resumed once more as its window ends, while the broker still knows it;
+// and a resume whose reply was dropped is forgotten.
 func (c *Client) sweep() {
 	defer c.readers.Done()
 	t := time.NewTicker(250 * time.Millisecond)
@@ -459,19 +523,39 @@ func (c *Client) sweep() {
 				why error
 			}
 			var es []ended
+			var check []*Subscription
 			c.mu.Lock()
+			tr := c.cur
+			n, lossy := tr.(*natsConn)
+			dropped := lossy && n.dropped.Swap(false)
 			for _, s := range c.subs {
-				if now.After(s.ExpiresAt.Add(c.opts.EndGrace)) {
+				switch {
+				case now.After(s.ExpiresAt.Add(c.opts.EndGrace)):
 					why := ErrWindowOver
 					if !s.held {
 						why = ErrLost
 					}
 					es = append(es, ended{s, why})
+				case !lossy:
+				case dropped:
+					check = append(check, s)
+				case !s.tailChecked && now.After(s.ExpiresAt):
+					s.tailChecked = true
+					check = append(check, s)
+				}
+				if lossy && s.repairing.Load() && now.UnixNano()-s.repairAt.Load() > int64(repairTimeout) {
+					// Its reply, or what it replayed, may have been
+					// dropped: ask again.
+					s.repairing.Store(false)
+					check = append(check, s)
 				}
 			}
 			c.mu.Unlock()
 			for _, e := range es {
 				c.end(e.s, e.why)
+			}
+			for _, s := range check {
+				c.repair(tr, s)
 			}
 		}
 	}

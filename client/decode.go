@@ -18,6 +18,7 @@ import (
 var (
 	notePrefix = []byte(`{"op":"notification","sid":"`)
 	noteSeq    = []byte(`","seq":`)
+	notePrev   = []byte(`,"prev":`)
 	notePub    = []byte(`,"publication":`)
 )
 
@@ -36,31 +37,49 @@ func isNotification(b []byte) bool {
 	return json.Unmarshal(b, &probe) == nil && probe.Op == "notification"
 }
 
-// splitNotification returns a notification frame's sid, seq and
-// publication object.
-func splitNotification(b []byte) (sid []byte, seq int64, pub []byte, err error) {
+// splitNotification returns a notification frame's sid, seq, prev (-1
+// when the frame has none: a WebSocket's) and publication object.
+func splitNotification(b []byte) (sid []byte, seq, prev int64, pub []byte, err error) {
 	if rest, ok := bytes.CutPrefix(b, notePrefix); ok {
 		i := bytes.IndexByte(rest, '"')
 		if i > 0 && bytes.HasPrefix(rest[i:], noteSeq) {
 			sid, rest = rest[:i], rest[i+len(noteSeq):]
-			j := 0
-			for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
-				j++
+			seq, rest, ok = number(rest)
+			prev = -1
+			if after, found := bytes.CutPrefix(rest, notePrev); ok && found {
+				prev, rest, ok = number(after)
 			}
-			if n, perr := strconv.ParseInt(string(rest[:j]), 10, 64); perr == nil && bytes.HasPrefix(rest[j:], notePub) && bytes.HasSuffix(rest, []byte("}")) {
-				return sid, n, rest[j+len(notePub) : len(rest)-1], nil
+			if ok && bytes.HasPrefix(rest, notePub) && bytes.HasSuffix(rest, []byte("}")) {
+				return sid, seq, prev, rest[len(notePub) : len(rest)-1], nil
 			}
 		}
 	}
 	var w struct {
 		Sid         string          `json:"sid"`
 		Seq         int64           `json:"seq"`
+		Prev        *int64          `json:"prev"`
 		Publication json.RawMessage `json:"publication"`
 	}
 	if err := json.Unmarshal(b, &w); err != nil || w.Sid == "" || len(w.Publication) == 0 {
-		return nil, 0, nil, fmt.Errorf("%w: notification %.100q", ErrProtocol, b)
+		return nil, 0, 0, nil, fmt.Errorf("%w: notification %.100q", ErrProtocol, b)
 	}
-	return []byte(w.Sid), w.Seq, w.Publication, nil
+	prev = -1
+	if w.Prev != nil {
+		if prev = *w.Prev; prev < 0 {
+			return nil, 0, 0, nil, fmt.Errorf("%w: prev %d", ErrProtocol, prev)
+		}
+	}
+	return []byte(w.Sid), w.Seq, prev, w.Publication, nil
+}
+
+// number reads the digits at the start of b.
+func number(b []byte) (int64, []byte, bool) {
+	j := 0
+	for j < len(b) && j < 19 && b[j] >= '0' && b[j] <= '9' {
+		j++
+	}
+	n, err := strconv.ParseInt(string(b[:j]), 10, 64)
+	return n, b[j:], err == nil
 }
 
 // decodePublication decodes a publication object.

@@ -46,13 +46,14 @@ func FuzzPublication(f *testing.F) {
 func FuzzNotification(f *testing.F) {
 	f.Add([]byte(`{"op":"notification","sid":"s-1","seq":12,"publication":{"pid":"p"}}`))
 	f.Add([]byte(`{"op":"notification","sid":"","seq":-1,"publication":{}}`))
+	f.Add([]byte(`{"op":"notification","sid":"s-1","seq":12,"prev":7,"publication":{"pid":"p"}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		sid, seq, pub, err := splitNotification(b)
+		sid, seq, prev, pub, err := splitNotification(b)
 		if err != nil {
 			return
 		}
-		if len(sid) == 0 || len(pub) == 0 {
-			t.Fatalf("accepted %q with sid %q, publication %q", b, sid, pub)
+		if len(sid) == 0 || len(pub) == 0 || prev < -1 {
+			t.Fatalf("accepted %q with sid %q, prev %d, publication %q", b, sid, prev, pub)
 		}
 		_ = seq
 	})

@@ -32,6 +32,10 @@ type Options struct {
 	// subscription falls behind and catches up from the store later
 	// (docs/protocol.md, "Slow readers"). Default 65,536.
 	PendingLimit int
+	// NATSBuffer bounds the messages a NATS client holds unread; past it
+	// NATS drops them, and the client resumes what it missed. Default
+	// 65,536.
+	NATSBuffer int
 	// OnDisconnect, if set, hears why the connection dropped (a close
 	// frame from the broker says so in its text), before the client
 	// reconnects. It must not block.
@@ -56,6 +60,9 @@ func (o *Options) withDefaults() {
 	}
 	if o.PendingLimit <= 0 {
 		o.PendingLimit = 1 << 16
+	}
+	if o.NATSBuffer <= 0 {
+		o.NATSBuffer = 1 << 16
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()

@@ -28,6 +28,11 @@ type Subscription struct {
 	limit   int
 	last    atomic.Int64 // highest seq received; written by the reader only
 	held    bool         // routed to the current connection; under Client.mu
+	// repairing: a resume is on its way, after a drop or a gap.
+	repairing atomic.Bool
+	repairAt  atomic.Int64 // when the resume went, unix ns
+	// tailChecked: resumed once at the window's end (NATS); under Client.mu.
+	tailChecked bool
 
 	mu      sync.Mutex
 	cond    sync.Cond // over mu: the queue changed or the subscription ended
