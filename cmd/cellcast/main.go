@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"os/user"
+	"strings"
 	"syscall"
 	"time"
 
@@ -88,7 +89,7 @@ type conn struct {
 }
 
 func (c *conn) flags(fs *flag.FlagSet) {
-	fs.StringVar(&c.server, "server", "ws://127.0.0.1:8080/ws", "the broker's WebSocket URL")
+	fs.StringVar(&c.server, "server", "ws://127.0.0.1:8080/ws", "the broker: a WebSocket URL (ws://, wss://) or a NATS one (nats://)")
 	fs.StringVar(&c.token, "token", "", "bearer token (mint one with cellcast token)")
 	fs.StringVar(&c.uid, "uid", "", "the user to act as when the broker runs open (default: the OS user; under auth the token's)")
 	fs.BoolVar(&c.json, "json", false, "print JSON objects, one per line")
@@ -117,8 +118,12 @@ func (c *conn) dial(ctx context.Context, e env, stderr io.Writer) (*client.Clien
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	return client.Dial(ctx, c.server, client.Options{Token: c.token, UID: uid, EndGrace: 2 * time.Second,
-		Log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	opts := client.Options{Token: c.token, UID: uid, EndGrace: 2 * time.Second,
+		Log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	if strings.HasPrefix(c.server, "nats://") {
+		return client.DialNATS(ctx, c.server, opts)
+	}
+	return client.Dial(ctx, c.server, opts)
 }
 
 // fail reports err and returns the exit code.

@@ -166,6 +166,30 @@ func TestSubPubQueryGolden(t *testing.T) {
 	golden(t, "session.golden", normalize(s.out.String()))
 }
 
+// The same commands over NATS.
+func TestOverNATS(t *testing.T) {
+	b, err := broker.Start(broker.Config{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0",
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Shutdown(context.Background())
+	s := &session{t: t, env: env{
+		lookup: func(k string) (string, bool) {
+			if k == "CELLCAST_SERVER" {
+				return b.NATSURL(), true
+			}
+			return "", false
+		},
+		user: func() string { return "tester" },
+	}}
+	stop := s.background("sub", "--cell", "8", "--future", "1m")
+	s.run("pub", "--cell", "8.1", "--desc", "over nats")
+	stop(1)
+	s.run("query", "--attr", "uid", "--eq", "tester")
+	golden(t, "nats.golden", normalize(s.out.String()))
+}
+
 func TestToken(t *testing.T) {
 	secret := filepath.Join(t.TempDir(), "secret")
 	if err := os.WriteFile(secret, []byte(strings.Repeat("k", 40)), 0o600); err != nil {
