@@ -92,10 +92,22 @@ func decodePublication(b []byte, p *Publication) error {
 
 // decodePublicationFast reads a flat object of string fields and a flat
 // attrs object of strings, with no whitespace and no escapes; false means
-// "not that shape", not "invalid".
+// "not that shape", not "invalid". Every string is a slice of one copy of
+// b: one allocation instead of one per field.
 func decodePublicationFast(b []byte, p *Publication) bool {
 	*p = Publication{}
 	s := scanner{b: b}
+	var whole string // the copy, made once the shape looks right
+	str := func() (string, bool) {
+		i, j, ok := s.str()
+		if !ok {
+			return "", false
+		}
+		if whole == "" {
+			whole = string(b)
+		}
+		return whole[i:j], true
+	}
 	if !s.take('{') {
 		return false
 	}
@@ -103,39 +115,40 @@ func decodePublicationFast(b []byte, p *Publication) bool {
 		return s.end()
 	}
 	for {
-		key, ok := s.str()
+		i, j, ok := s.str()
 		if !ok || !s.take(':') {
 			return false
 		}
+		key := b[i:j]
 		if string(key) == "attrs" {
 			if p.Attrs != nil { // encoding/json would merge the two
 				return false
 			}
-			if p.Attrs, ok = s.strMap(); !ok {
+			if p.Attrs, ok = s.strMap(str); !ok {
 				return false
 			}
 		} else {
-			v, ok := s.str()
+			v, ok := str()
 			if !ok {
 				return false
 			}
 			switch string(key) {
 			case "pid":
-				p.Pid = string(v)
+				p.Pid = v
 			case "uid":
-				p.Uid = string(v)
+				p.Uid = v
 			case "cell":
-				p.Cell = string(v)
+				p.Cell = v
 			case "topic":
-				p.Topic = string(v)
+				p.Topic = v
 			case "desc":
-				p.Desc = string(v)
+				p.Desc = v
 			case "tp":
-				if p.Tp, ok = parseTimeBytes(v); !ok {
+				if p.Tp, ok = parseTimeString(v); !ok {
 					return false
 				}
 			case "expires_at":
-				if p.ExpiresAt, ok = parseTimeBytes(v); !ok {
+				if p.ExpiresAt, ok = parseTimeString(v); !ok {
 					return false
 				}
 			default:
@@ -167,29 +180,30 @@ func (s *scanner) take(c byte) bool {
 func (s *scanner) end() bool { return s.i == len(s.b) }
 
 // str reads a string with no escapes, no control characters and valid
-// UTF-8 (encoding/json would replace invalid bytes).
-func (s *scanner) str() ([]byte, bool) {
+// UTF-8 (encoding/json would replace invalid bytes), and returns where
+// its contents lie in b.
+func (s *scanner) str() (int, int, bool) {
 	if !s.take('"') {
-		return nil, false
+		return 0, 0, false
 	}
 	start, ascii := s.i, true
 	for s.i < len(s.b) {
 		switch c := s.b[s.i]; {
 		case c == '"':
 			s.i++
-			v := s.b[start : s.i-1]
-			return v, ascii || utf8.Valid(v)
+			return start, s.i - 1, ascii || utf8.Valid(s.b[start:s.i-1])
 		case c == '\\' || c < 0x20:
-			return nil, false
+			return 0, 0, false
 		case c >= 0x80:
 			ascii = false
 		}
 		s.i++
 	}
-	return nil, false
+	return 0, 0, false
 }
 
-func (s *scanner) strMap() (map[string]string, bool) {
+// strMap reads a flat object of strings, each read by str.
+func (s *scanner) strMap(str func() (string, bool)) (map[string]string, bool) {
 	if !s.take('{') {
 		return nil, false
 	}
@@ -198,15 +212,15 @@ func (s *scanner) strMap() (map[string]string, bool) {
 		return m, true
 	}
 	for {
-		k, ok := s.str()
+		k, ok := str()
 		if !ok || !s.take(':') {
 			return nil, false
 		}
-		v, ok := s.str()
+		v, ok := str()
 		if !ok {
 			return nil, false
 		}
-		m[string(k)] = string(v)
+		m[k] = v
 		if s.take('}') {
 			return m, true
 		}
@@ -216,10 +230,10 @@ func (s *scanner) strMap() (map[string]string, bool) {
 	}
 }
 
-// parseTimeBytes reads the broker's stamps, RFC 3339 in UTC with up to
+// parseTimeString reads the broker's stamps, RFC 3339 in UTC with up to
 // nine fractional digits ("2026-11-21T10:32:12.1Z"), without time.Parse's
 // generality; other forms take time.Parse.
-func parseTimeBytes(b []byte) (time.Time, bool) {
+func parseTimeString(b string) (time.Time, bool) {
 	num := func(i, n int) (int, bool) {
 		v := 0
 		for _, c := range b[i : i+n] {
@@ -256,7 +270,7 @@ func parseTimeBytes(b []byte) (time.Time, bool) {
 			}
 		}
 	}
-	t, err := time.Parse(time.RFC3339Nano, string(b))
+	t, err := time.Parse(time.RFC3339Nano, b)
 	return t, err == nil
 }
 
@@ -264,7 +278,7 @@ func parseTime(s string) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
-	t, ok := parseTimeBytes([]byte(s))
+	t, ok := parseTimeString(s)
 	if !ok {
 		return t, fmt.Errorf("%w: time %q", ErrProtocol, s)
 	}

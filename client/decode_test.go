@@ -10,13 +10,13 @@ import (
 func TestParseTime(t *testing.T) {
 	for _, s := range []string{"2026-11-21T10:32:12Z", "2026-11-21T10:32:12.1Z", "2026-11-21T10:32:12.123456789Z", "2026-11-21T10:32:12+02:00", "2024-02-29T00:00:00Z"} {
 		want, err := time.Parse(time.RFC3339Nano, s)
-		got, ok := parseTimeBytes([]byte(s))
+		got, ok := parseTimeString(s)
 		if err != nil || !ok || !got.Equal(want) {
 			t.Errorf("%s: got %v %v, want %v", s, got, ok, want)
 		}
 	}
 	for _, s := range []string{"", "2026-04-31T00:00:00Z", "2026-11-21T10:32:12.Z", "2026-13-01T00:00:00Z"} {
-		if got, ok := parseTimeBytes([]byte(s)); ok {
+		if got, ok := parseTimeString(s); ok {
 			t.Errorf("%q: accepted as %v", s, got)
 		}
 	}
