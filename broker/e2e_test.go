@@ -56,6 +56,7 @@ type client struct {
 	ws    *websocket.Conn
 	in    chan msg
 	notes []msg
+	ended []msg // "ended" frames, which come when windows end
 	err   error // why the reader stopped
 	done  chan struct{}
 	ids   int
@@ -149,6 +150,10 @@ func (c *client) do(m msg) msg {
 			c.notes = append(c.notes, f)
 			continue
 		}
+		if f["op"] == "ended" {
+			c.ended = append(c.ended, f)
+			continue
+		}
 		if f["id"] != id {
 			c.t.Fatalf("reply %v to another request than %s", f, id)
 		}
@@ -161,6 +166,10 @@ func (c *client) wait(n int) []msg {
 	c.t.Helper()
 	for len(c.notes) < n {
 		f := c.next()
+		if f["op"] == "ended" {
+			c.ended = append(c.ended, f)
+			continue
+		}
 		if f["op"] != "notification" {
 			c.t.Fatalf("unexpected frame %v", f)
 		}
@@ -169,15 +178,23 @@ func (c *client) wait(n int) []msg {
 	return c.notes
 }
 
-// quiet checks nothing more arrives for a moment.
+// quiet checks nothing more arrives for a moment ("ended" frames
+// aside).
 func (c *client) quiet() {
 	c.t.Helper()
-	select {
-	case f, ok := <-c.in:
-		if ok {
-			c.t.Fatalf("unexpected frame %v", f)
+	for {
+		select {
+		case f, ok := <-c.in:
+			if ok && f["op"] == "ended" {
+				c.ended = append(c.ended, f)
+				continue
+			}
+			if ok {
+				c.t.Fatalf("unexpected frame %v", f)
+			}
+		case <-time.After(150 * time.Millisecond):
 		}
-	case <-time.After(150 * time.Millisecond):
+		return
 	}
 }
 
@@ -696,6 +713,9 @@ func TestEndedSubscriptionsFreeTheirSlot(t *testing.T) {
 	}
 	if n := b.svc.Stats().Routes; n != 1 {
 		t.Fatalf("%d routes", n)
+	}
+	if len(c.ended) != 1 || c.ended[0]["reason"] != "window_over" {
+		t.Fatalf("ended frames %v, want the first subscription's window_over", c.ended)
 	}
 }
 

@@ -255,7 +255,32 @@ func (c *Client) frame(tr transport, data []byte) {
 		c.opts.Log.Error("cellcast client: unreadable frame", "err", err, "frame", fmt.Sprintf("%.200q", data))
 		return
 	}
+	if rep.Op == "ended" {
+		c.ended(tr, rep.Sid, rep.Reason)
+		return
+	}
 	c.reply(tr, rep)
+}
+
+// ended handles the broker's word that a subscription stopped routing
+// here. It comes after the subscription's last notification.
+func (c *Client) ended(tr transport, sid, reason string) {
+	c.mu.Lock()
+	s := c.subs[sid]
+	c.mu.Unlock()
+	if s == nil {
+		return // ended here already (unsubscribed, say)
+	}
+	switch reason {
+	case "window_over":
+		c.end(s, ErrWindowOver)
+	case "cancelled":
+		c.end(s, ErrCancelled)
+	case "moved":
+		c.end(s, ErrMoved)
+	default: // "behind", or news to this client: resume while it can
+		c.repair(tr, s)
+	}
 }
 
 // reply files a reply or a page of one, and completes its call once the
@@ -500,9 +525,10 @@ func (c *Client) end(s *Subscription, why error) {
 	s.finish(why, why == ErrCancelled)
 }
 
-// sweep ends subscriptions whose window is over. Without a lifecycle
-// event from the broker, EndGrace past the window is when a late
-// notification is no longer expected.
+// sweep ends subscriptions whose window is over, when the broker has not
+// said so (an "ended" frame lost with a dropped connection or NATS
+// message, or a broker that does not send them): EndGrace past the window
+// no late notification is expected.
 //
 // Over NATS it also repairs what a gap in prev cannot show: after NATS
 // reports dropped messages, every subscription is resumed (the last ones

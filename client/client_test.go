@@ -263,3 +263,39 @@ func TestBrokerRestartMidSubscription(t *testing.T) {
 		t.Fatalf("stats %+v, want a reconnect and one resume", st)
 	}
 }
+
+// TestWindowEndIsAnnounced: the broker says when a subscription's window
+// is over, after its last notification, so the subscription ends then and
+// not a grace period later.
+func TestWindowEndIsAnnounced(t *testing.T) {
+	_, url := running(t)
+	ctx := ctxT(t)
+	c, err := client.Dial(ctx, url, client.Options{UID: "alice", EndGrace: time.Hour, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pub := dialT(t, url, "bob")
+	sub, err := c.Subscribe(ctx, client.SubscribeRequest{Location: client.Cell("9"), Future: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pub.Publish(ctx, client.PublishRequest{Location: client.Cell("9.9"), Expires: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := <-sub.C; n.Publication.Pid != p.Pid {
+		t.Fatalf("notification %+v", n)
+	}
+	select {
+	case _, ok := <-sub.C:
+		if ok {
+			t.Fatal("a second notification")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no end 10 s after the window, with an hour's grace: the broker did not say")
+	}
+	if !errors.Is(sub.Err(), client.ErrWindowOver) {
+		t.Fatalf("ended with %v", sub.Err())
+	}
+}

@@ -54,6 +54,8 @@ var (
 	ErrWindowOver = errors.New("cellcast: subscription window over")
 	// ErrCancelled: the subscription was unsubscribed.
 	ErrCancelled = errors.New("cellcast: subscription cancelled")
+	// ErrMoved: the subscription was resumed on another connection.
+	ErrMoved = errors.New("cellcast: subscription resumed elsewhere")
 	// ErrLost: the broker no longer knew the subscription when the client
 	// resumed it, or the window ended while the client was disconnected;
 	// notifications may be missing.

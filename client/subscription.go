@@ -61,7 +61,7 @@ func (s *Subscription) LastSeq() int64 { return s.last.Load() }
 func (s *Subscription) Done() <-chan struct{} { return s.done }
 
 // Err says why the subscription ended: ErrWindowOver, ErrCancelled,
-// ErrLost or ErrClosed; nil while it lasts.
+// ErrMoved, ErrLost or ErrClosed; nil while it lasts.
 func (s *Subscription) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

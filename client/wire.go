@@ -69,6 +69,7 @@ type wireReply struct {
 	Count        int               `json:"count"`
 	More         bool              `json:"more"`
 	Next         string            `json:"next"`
+	Reason       string            `json:"reason"`
 	Results      []json.RawMessage `json:"results"`
 	Recent       []json.RawMessage `json:"recent"`
 }

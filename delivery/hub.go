@@ -89,6 +89,8 @@ type route struct {
 	// dispatcher under the read lock, otherwise under the write lock.
 	last    int64
 	lagging bool
+	// cancelled: Unsubscribe cut tmax to the cancel. Under the write lock.
+	cancelled bool
 }
 
 // dispatched is a publication the dispatcher fanned out while a SUBSCRIBE
@@ -300,7 +302,7 @@ func (h *Hub) Unsubscribe(ctx context.Context, sid, owner string) error {
 	now := h.cfg.Clock.Now() // after the cancel's stamp
 	h.mu.Lock()
 	if r := h.routes[s.Ts]; r != nil && r.tmax > now {
-		r.tmax = now
+		r.tmax, r.cancelled = now, true
 		h.endsAt(r)
 	}
 	h.mu.Unlock()
@@ -366,7 +368,7 @@ func (h *Hub) attach(r *route, expect *route) bool {
 	}
 	h.mu.Unlock()
 	if old != nil && old.sink != r.sink {
-		old.sink.Lost(r.sid)
+		lost(old.sink, r.sid, r.uid, EndMoved)
 	}
 	return true
 }
@@ -427,11 +429,12 @@ func (h *Hub) horizon(now int64) int64 {
 // Call it every second or so: a route costs memory and counts against its
 // connection's limit until then.
 func (h *Hub) Expire(now int64) {
-	type lost struct {
-		sink Sink
-		sid  string
+	type ended struct {
+		sink     Sink
+		sid, uid string
+		why      EndReason
 	}
-	var gone []lost
+	var gone []ended
 	now = h.horizon(now)
 	h.mu.Lock()
 	// Subscriptions ending in second s are over once now passes s+1.
@@ -448,14 +451,21 @@ func (h *Hub) Expire(now int64) {
 			if r := h.routes[ts]; r != nil && r.tmax < now {
 				delete(h.routes, ts)
 				delete(h.lagging, ts)
-				gone = append(gone, lost{r.sink, r.sid})
+				why := EndWindow
+				switch {
+				case r.lagging:
+					why = EndBehind
+				case r.cancelled:
+					why = EndCancelled
+				}
+				gone = append(gone, ended{r.sink, r.sid, r.uid, why})
 			}
 		}
 		delete(h.ending, sec)
 	}
 	h.mu.Unlock()
-	for _, l := range gone {
-		l.sink.Lost(l.sid)
+	for _, e := range gone {
+		lost(e.sink, e.sid, e.uid, e.why)
 	}
 }
 

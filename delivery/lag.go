@@ -105,7 +105,7 @@ func (h *Hub) catchUp(ctx context.Context, r *route) (bool, error) {
 			delete(h.lagging, r.ts)
 		}
 		h.mu.Unlock()
-		r.sink.Lost(r.sid)
+		lost(r.sink, r.sid, r.uid, EndBehind)
 		return true, nil
 	}
 	if err != nil {
