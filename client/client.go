@@ -36,9 +36,9 @@ type Client struct {
 // call is a request waiting for its reply; fn runs on the reader with the
 // whole reply (every page joined), or with the reason there is none.
 type call struct {
-	fn   func(*wireReply, error)
-	rep  *wireReply
-	list *[]json.RawMessage // where the pages' results go
+	fn  func(*wireReply, error)
+	rep *wireReply // with the pages so far
+	bad error      // a page whose list could not be read
 }
 
 type stats struct {
@@ -250,8 +250,8 @@ func (c *Client) frame(tr transport, data []byte) {
 		c.notify(tr, data)
 		return
 	}
-	rep := &wireReply{}
-	if err := json.Unmarshal(data, rep); err != nil {
+	rep, err := decodeReply(data)
+	if rep == nil {
 		c.opts.Log.Error("cellcast client: unreadable frame", "err", err, "frame", fmt.Sprintf("%.200q", data))
 		return
 	}
@@ -259,7 +259,7 @@ func (c *Client) frame(tr transport, data []byte) {
 		c.ended(tr, rep.Sid, rep.Reason)
 		return
 	}
-	c.reply(tr, rep)
+	c.reply(tr, rep, err)
 }
 
 // ended handles the broker's word that a subscription stopped routing
@@ -284,8 +284,8 @@ func (c *Client) ended(tr transport, sid, reason string) {
 }
 
 // reply files a reply or a page of one, and completes its call once the
-// last page is in.
-func (c *Client) reply(tr transport, rep *wireReply) {
+// last page is in; bad says its list could not be read.
+func (c *Client) reply(tr transport, rep *wireReply, bad error) {
 	c.mu.Lock()
 	cl := c.pending[rep.ID]
 	if cl == nil {
@@ -300,13 +300,13 @@ func (c *Client) reply(tr transport, rep *wireReply) {
 			cl.fn(nil, fmt.Errorf("%w: a page before its reply", ErrProtocol))
 			return
 		}
-		*cl.list = append(*cl.list, rep.Results...)
+		cl.rep.pubs = append(cl.rep.pubs, rep.pubs...)
 		cl.rep.More, cl.rep.Next = rep.More, rep.Next
 	} else {
-		cl.rep, cl.list = rep, &rep.Results
-		if rep.Op == "published" {
-			cl.list = &rep.Recent
-		}
+		cl.rep = rep
+	}
+	if bad != nil {
+		cl.bad = bad
 	}
 	if cl.rep.More {
 		next := cl.rep.Next
@@ -319,6 +319,10 @@ func (c *Client) reply(tr transport, rep *wireReply) {
 	}
 	delete(c.pending, rep.ID)
 	c.mu.Unlock()
+	if cl.bad != nil {
+		cl.fn(nil, cl.bad)
+		return
+	}
 	cl.fn(cl.rep, nil)
 }
 

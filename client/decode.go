@@ -92,34 +92,41 @@ func decodePublication(b []byte, p *Publication) error {
 
 // decodePublicationFast reads a flat object of string fields and a flat
 // attrs object of strings, with no whitespace and no escapes; false means
-// "not that shape", not "invalid". Every string is a slice of one copy of
-// b: one allocation instead of one per field.
+// "not that shape", not "invalid".
 func decodePublicationFast(b []byte, p *Publication) bool {
-	*p = Publication{}
 	s := scanner{b: b}
-	var whole string // the copy, made once the shape looks right
+	var whole string
+	return s.publication(p, &whole) && s.end()
+}
+
+// publication reads one publication object at the scanner (see
+// decodePublicationFast). Its strings are slices of *whole, a copy of
+// s.b made on first use: one allocation for every string of every
+// publication read from the same buffer.
+func (s *scanner) publication(p *Publication, whole *string) bool {
+	*p = Publication{}
 	str := func() (string, bool) {
 		i, j, ok := s.str()
 		if !ok {
 			return "", false
 		}
-		if whole == "" {
-			whole = string(b)
+		if *whole == "" {
+			*whole = string(s.b)
 		}
-		return whole[i:j], true
+		return (*whole)[i:j], true
 	}
 	if !s.take('{') {
 		return false
 	}
 	if s.take('}') {
-		return s.end()
+		return true
 	}
 	for {
 		i, j, ok := s.str()
 		if !ok || !s.take(':') {
 			return false
 		}
-		key := b[i:j]
+		key := s.b[i:j]
 		if string(key) == "attrs" {
 			if p.Attrs != nil { // encoding/json would merge the two
 				return false
@@ -156,10 +163,34 @@ func decodePublicationFast(b []byte, p *Publication) bool {
 			}
 		}
 		if s.take('}') {
-			return s.end()
+			return true
 		}
 		if !s.take(',') {
 			return false
+		}
+	}
+}
+
+// publications reads an array of publication objects at the scanner.
+func (s *scanner) publications() ([]Publication, bool) {
+	if !s.take('[') {
+		return nil, false
+	}
+	if s.take(']') {
+		return nil, true
+	}
+	var whole string
+	var out []Publication
+	for {
+		out = append(out, Publication{})
+		if !s.publication(&out[len(out)-1], &whole) {
+			return nil, false
+		}
+		if s.take(']') {
+			return out, true
+		}
+		if !s.take(',') {
+			return nil, false
 		}
 	}
 }

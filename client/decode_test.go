@@ -2,6 +2,7 @@ package client
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -92,6 +93,59 @@ func BenchmarkDecodeNotificationJSON(b *testing.B) {
 			b.Fatal(err)
 		}
 		if _, err := parseTime(w.Publication.ExpiresAt); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// FuzzReply: whatever the hand-read reply path accepts, encoding/json
+// reads the same.
+func FuzzReply(f *testing.F) {
+	f.Add([]byte(`{"id":"7","op":"subscribed","sid":"s-1","cell":"1","ts":"2026-11-21T10:32:11Z","expires_at":"2026-11-21T10:33:11Z","live":true,"results":[{"pid":"p","tp":"2026-11-21T10:32:12Z"},{"pid":"q","attrs":{"a":"b"}}]}`))
+	f.Add([]byte(`{"id":"8","op":"published","pid":"p","matched":2,"recent":[]}`))
+	f.Add([]byte(`{"id":"9","op":"page","of":"results","page":2,"more":false,"results":[{"pid":"p"}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fast, ok := decodeReplyFast(b)
+		if !ok {
+			return
+		}
+		slow := &wireReply{}
+		if err := json.Unmarshal(b, slow); err != nil {
+			t.Fatalf("fast accepted what json refuses: %v", err)
+		}
+		list := slow.Results
+		if slow.Op == "published" && fast.pubs != nil && slow.Recent != nil {
+			list = slow.Recent
+		}
+		if len(slow.Recent) > 0 {
+			list = slow.Recent
+		}
+		pubs, err := publications(list)
+		if err != nil {
+			t.Fatalf("fast read a list json cannot: %v", err)
+		}
+		slow.Results, slow.Recent, slow.pubs = nil, nil, pubs
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("fast %+v\njson %+v", fast, slow)
+		}
+	})
+}
+
+// BenchmarkReply: a subscribed reply with 100 past results.
+func BenchmarkReply(b *testing.B) {
+	var data []byte
+	data = append(data, `{"id":"17","op":"subscribed","sid":"dn0tjgthw7yv-1.4.2","cell":"1.4.2","ts":"2026-11-21T10:32:11.789448535Z","expires_at":"2026-11-21T10:33:11.789448535Z","live":true,"results":[`...)
+	for i := range 100 {
+		if i > 0 {
+			data = append(data, ',')
+		}
+		data = fmt.Appendf(data, `{"pid":"dn0tjh1k2x%02d-1.4.2.1.3","uid":"reporter","cell":"1.4.2.1.3","tp":"2026-11-21T10:32:12.123456789Z","expires_at":"2026-11-21T10:33:12.123456789Z","desc":"incident"}`, i)
+	}
+	data = append(data, "]}"...)
+	b.ReportAllocs()
+	for b.Loop() {
+		rep, err := decodeReply(data)
+		if err != nil || len(rep.pubs) != 100 {
 			b.Fatal(err)
 		}
 	}

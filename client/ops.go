@@ -29,9 +29,7 @@ func (c *Client) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscripti
 		if s.ExpiresAt, err = parseTime(rep.ExpiresAt); err != nil {
 			return nil, err
 		}
-		if s.Past, err = publications(rep.Results); err != nil {
-			return nil, err
-		}
+		s.Past = rep.pubs
 		// Registered here, on the reader, before the frames after the
 		// reply (its first notifications) are read.
 		if s.Live {
@@ -102,9 +100,7 @@ func (c *Client) Publish(ctx context.Context, r PublishRequest) (*Published, err
 		if p.ExpiresAt, err = parseTime(rep.ExpiresAt); err != nil {
 			return nil, err
 		}
-		if p.Recent, err = publications(rep.Recent); err != nil {
-			return nil, err
-		}
+		p.Recent = rep.pubs
 		return p, nil
 	}, nil)
 }
@@ -121,10 +117,6 @@ func (c *Client) Query(ctx context.Context, r QueryRequest) (*Results, error) {
 		if rep.Op != "results" {
 			return nil, fmt.Errorf("%w: %q to a query", ErrProtocol, rep.Op)
 		}
-		pubs, err := publications(rep.Results)
-		if err != nil {
-			return nil, err
-		}
-		return &Results{Attr: rep.Attr, Count: rep.Count, Publications: pubs}, nil
+		return &Results{Attr: rep.Attr, Count: rep.Count, Publications: rep.pubs}, nil
 	}, nil)
 }

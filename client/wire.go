@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -72,6 +73,67 @@ type wireReply struct {
 	Reason       string            `json:"reason"`
 	Results      []json.RawMessage `json:"results"`
 	Recent       []json.RawMessage `json:"recent"`
+	// pubs is the reply's list (results, or a publish's recent) decoded,
+	// every page's joined.
+	pubs []Publication
+}
+
+// Lists come last in the broker's replies, spliced after the other
+// fields (gateway/paging.go).
+var (
+	resultsKey = []byte(`,"results":[`)
+	recentKey  = []byte(`,"recent":[`)
+)
+
+// decodeReply reads a reply and decodes its list; err set with a reply
+// means its list could not be read. Replies with long lists (past
+// results, query results) are a subscriber's other bulk after
+// notifications, so the list is read by hand when it is where the broker
+// puts it: encoding/json would scan every publication twice.
+func decodeReply(data []byte) (rep *wireReply, err error) {
+	if rep, ok := decodeReplyFast(data); ok {
+		return rep, nil
+	}
+	rep = &wireReply{}
+	if err := json.Unmarshal(data, rep); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrProtocol, err)
+	}
+	list := rep.Results
+	if rep.Op == "published" {
+		list = rep.Recent
+	}
+	rep.pubs, err = publications(list)
+	rep.Results, rep.Recent = nil, nil
+	return rep, err
+}
+
+// decodeReplyFast reads a reply whose list comes last; false means "not
+// that shape".
+func decodeReplyFast(data []byte) (*wireReply, bool) {
+	for _, key := range [][]byte{resultsKey, recentKey} {
+		// A key's bytes cannot occur inside a JSON string (its quotes
+		// would be escaped), so the first match is the key itself.
+		i := bytes.Index(data, key)
+		if i < 0 {
+			continue
+		}
+		// The key's comma must follow a field: "{," is not JSON, "{}" is.
+		if h := bytes.TrimRight(data[:i], " \t\r\n"); len(h) == 0 || h[len(h)-1] == '{' {
+			return nil, false
+		}
+		rep := &wireReply{}
+		if json.Unmarshal(append(data[:i:i], '}'), rep) != nil || len(rep.Results)+len(rep.Recent) > 0 {
+			return nil, false
+		}
+		s := scanner{b: data, i: i + len(key) - 1}
+		pubs, ok := s.publications()
+		if !ok || !s.take('}') || !s.end() {
+			return nil, false
+		}
+		rep.pubs = pubs
+		return rep, true
+	}
+	return nil, false
 }
 
 func (r *wireReply) err() error {
