@@ -51,6 +51,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./secondary
 	$(GO) test -run '^$$' -fuzz '^FuzzPublication$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./client
 	$(GO) test -run '^$$' -fuzz '^FuzzNotification$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./client
+	$(GO) test -run '^$$' -fuzz '^FuzzReply$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./client
 
 # The storage engine benchmark against Pebble and goleveldb; prints the table
 # that docs/lsm-benchmarks.md holds (about 10 minutes).
