@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -218,6 +219,17 @@ func (s *scanner) str() (int, int, bool) {
 		return 0, 0, false
 	}
 	start, ascii := s.i, true
+	// Eight bytes at a time while none is a quote, a backslash, a
+	// control character or non-ASCII; the loop below looks at the rest.
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for s.i+8 <= len(s.b) {
+		x := binary.LittleEndian.Uint64(s.b[s.i:])
+		q, bs := x^(ones*'"'), x^(ones*'\\')
+		if ((q-ones)&^q|(bs-ones)&^bs|(x-ones*0x20)&^x|x)&highs != 0 {
+			break
+		}
+		s.i += 8
+	}
 	for s.i < len(s.b) {
 		switch c := s.b[s.i]; {
 		case c == '"':
@@ -267,7 +279,8 @@ func (s *scanner) strMap(str func() (string, bool)) (map[string]string, bool) {
 func parseTimeString(b string) (time.Time, bool) {
 	num := func(i, n int) (int, bool) {
 		v := 0
-		for _, c := range b[i : i+n] {
+		for k := i; k < i+n; k++ {
+			c := b[k]
 			if c < '0' || c > '9' {
 				return 0, false
 			}
@@ -294,15 +307,37 @@ func parseTimeString(b string) (time.Time, bool) {
 		default:
 			ok7 = false
 		}
-		if ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 && mo >= 1 && mo <= 12 && d >= 1 && d <= 31 && h < 24 && mi < 60 && sec < 60 {
-			// time.Date normalizes 31 April to 1 May; time.Parse refuses it.
-			if t := time.Date(y, time.Month(mo), d, h, mi, sec, ns, time.UTC); t.Day() == d {
-				return t, true
-			}
+		if ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 && mo >= 1 && mo <= 12 && d >= 1 && d <= daysIn(y, mo) && h < 24 && mi < 60 && sec < 60 {
+			unix := daysSinceEpoch(y, mo, d)*86400 + int64(h*3600+mi*60+sec)
+			return time.Unix(unix, int64(ns)).UTC(), true
 		}
 	}
 	t, err := time.Parse(time.RFC3339Nano, b)
 	return t, err == nil
+}
+
+// daysIn is the length of month m of year y.
+func daysIn(y, m int) int {
+	if m == 2 && y%4 == 0 && (y%100 != 0 || y%400 == 0) {
+		return 29
+	}
+	return int("\x1f\x1c\x1f\x1e\x1f\x1e\x1f\x1f\x1e\x1f\x1e\x1f"[m-1])
+}
+
+// daysSinceEpoch counts days from 1970-01-01 to y-m-d in the proleptic
+// Gregorian calendar (H. Hinnant's days_from_civil), for y ≥ 0.
+func daysSinceEpoch(y, m, d int) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 {
+		era = (y - 399) / 400
+	}
+	yoe := y - era*400
+	doy := (153*((m+9)%12)+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return int64(era)*146097 + int64(doe) - 719468
 }
 
 func parseTime(s string) (time.Time, error) {

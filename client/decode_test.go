@@ -23,6 +23,20 @@ func TestParseTime(t *testing.T) {
 	}
 }
 
+// FuzzTime: the hand-written stamp reader agrees with time.Parse.
+func FuzzTime(f *testing.F) {
+	for _, s := range []string{"2026-11-21T10:32:12.1Z", "2024-02-29T23:59:59.999999999Z", "2023-02-29T00:00:00Z", "0000-01-01T00:00:00Z", "1969-12-31T23:59:59Z", "9999-12-31T23:59:59Z"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := parseTimeString(s)
+		want, err := time.Parse(time.RFC3339Nano, s)
+		if ok != (err == nil) || ok && !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: got %v %v, time.Parse %v %v", s, got, ok, want, err)
+		}
+	})
+}
+
 // FuzzPublication: whatever the fast decoder accepts, encoding/json
 // reads the same.
 func FuzzPublication(f *testing.F) {
