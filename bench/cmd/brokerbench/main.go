@@ -17,7 +17,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -36,8 +38,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/seed84792017/cellcast/bench/places"
-	"github.com/seed84792017/cellcast/client"
 	"github.com/seed84792017/cellcast/dewey"
 	"github.com/seed84792017/cellcast/internal/procstat"
 )
@@ -167,55 +170,214 @@ func stamp(id string) int64 {
 
 type pair struct{ ts, tp int64 } // a subscription's and a publication's stamps
 
-// conn is one client connection with pipelined requests: each request
-// runs on a goroutine of its own once the window has room.
-type conn struct {
-	c      *client.Client
-	window chan struct{}
-	wg     sync.WaitGroup
+type reply struct {
+	ID        string `json:"id"`
+	Op        string `json:"op"`
+	Sid       string `json:"sid"`
+	Pid       string `json:"pid"`
+	Cell      string `json:"cell"`
+	ExpiresAt string `json:"expires_at"`
+	Results   []struct {
+		Pid string `json:"pid"`
+	} `json:"results"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// More: further pages of the results follow (docs/protocol.md).
+	More bool `json:"more"`
+}
 
-	// Written by the inline handler on the client's reader; read after
-	// Close.
+// client is one WebSocket connection with pipelined requests.
+type client struct {
+	ws     *websocket.Conn
+	wmu    sync.Mutex
+	mu     sync.Mutex
+	wait   map[string]func(*reply)
+	paged  map[string]*reply // paged replies still arriving
+	next   int
+	window chan struct{}
+	done   chan struct{}
+
+	// Written by the reader only; read after done.
 	pairs    []pair
 	lat      []int32 // µs
 	lastNote atomic.Int64
+	notes    atomic.Int64
 }
 
-func dial(addr string) (*conn, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := client.Dial(ctx, "ws://"+addr+"/ws", client.Options{})
+func dial(addr string) (*client, error) {
+	d := websocket.Dialer{ReadBufferSize: 256 << 10, WriteBufferSize: 64 << 10}
+	ws, _, err := d.Dial("ws://"+addr+"/ws", nil)
 	if err != nil {
 		return nil, err
 	}
-	return &conn{c: c, window: make(chan struct{}, *window)}, nil
+	c := &client{ws: ws, wait: map[string]func(*reply){}, paged: map[string]*reply{}, window: make(chan struct{}, *window), done: make(chan struct{})}
+	go c.read()
+	return c, nil
 }
 
-// note records a notification. The client calls it on its reader, one at
-// a time.
-func (c *conn) note(n client.Notification) {
-	now := time.Now().UnixNano()
-	tp := n.Publication.Tp.UnixNano()
-	c.pairs = append(c.pairs, pair{stamp(n.Sid), tp})
-	c.lat = append(c.lat, int32(min((now-tp)/1000, math.MaxInt32)))
-	c.lastNote.Store(now)
+var notePrefix = []byte(`{"op":"notification","sid":"`)
+var pidKey = []byte(`"pid":"`)
+
+func (c *client) read() {
+	defer close(c.done)
+	var buf bytes.Buffer
+	for {
+		_, r, err := c.ws.NextReader()
+		if err != nil {
+			return
+		}
+		buf.Reset()
+		if _, err := buf.ReadFrom(r); err != nil {
+			return
+		}
+		data := buf.Bytes()
+		if bytes.HasPrefix(data, notePrefix) {
+			now := time.Now().UnixNano()
+			rest := data[len(notePrefix):]
+			sid := rest[:bytes.IndexByte(rest, '"')]
+			i := bytes.Index(rest, pidKey)
+			pid := rest[i+len(pidKey):]
+			pid = pid[:bytes.IndexByte(pid, '"')]
+			tp := stampBytes(pid)
+			// Only this goroutine writes these; they are read after done.
+			c.pairs = append(c.pairs, pair{stampBytes(sid), tp})
+			c.lat = append(c.lat, int32(min((now-tp)/1000, math.MaxInt32)))
+			c.notes.Add(1)
+			c.lastNote.Store(now)
+			continue
+		}
+		r2, err := parseReply(data)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bad frame %q: %v\n", data, err)
+			continue
+		}
+		c.mu.Lock()
+		if r2 = c.joinPages(r2); r2 == nil {
+			c.mu.Unlock()
+			continue
+		}
+		cb := c.wait[r2.ID]
+		delete(c.wait, r2.ID)
+		c.mu.Unlock()
+		if cb == nil {
+			fmt.Fprintf(os.Stderr, "unexpected frame %s\n", data)
+			continue
+		}
+		<-c.window
+		cb(r2)
+	}
 }
 
-// do runs op once the window has room.
-func (c *conn) do(op func(ctx context.Context)) {
+// joinPages holds a paged reply until its last page frame is in, and then
+// returns it with every page's results; nil while pages are still due.
+// c.mu is held.
+func (c *client) joinPages(r *reply) *reply {
+	if r.Op == "page" {
+		first := c.paged[r.ID]
+		if first == nil {
+			return r // nobody waits for it: reported as unexpected
+		}
+		first.Results = append(first.Results, r.Results...)
+		if r.More {
+			return nil
+		}
+		delete(c.paged, r.ID)
+		return first
+	}
+	if r.More {
+		c.paged[r.ID] = r
+		return nil
+	}
+	return r
+}
+
+// stampBytes is stamp without a string conversion.
+func stampBytes(id []byte) int64 {
+	var t int64
+	for _, ch := range id {
+		switch {
+		case ch >= '0' && ch <= '9':
+			t = t*36 + int64(ch-'0')
+		case ch >= 'a' && ch <= 'z':
+			t = t*36 + int64(ch-'a'+10)
+		default:
+			return t
+		}
+	}
+	return t
+}
+
+// field returns the string value of "key" in a flat JSON object the broker
+// rendered (its strings need no unescaping: ids, cells, times).
+func field(data []byte, key string) string {
+	k := `"` + key + `":"`
+	i := bytes.Index(data, []byte(k))
+	if i < 0 {
+		return ""
+	}
+	v := data[i+len(k):]
+	return string(v[:bytes.IndexByte(v, '"')])
+}
+
+// parseReply reads a reply without a full JSON decode: the load generator
+// must not spend the CPU it measures the broker with. Errors and anything
+// unusual take the slow path.
+func parseReply(data []byte) (*reply, error) {
+	r := &reply{ID: field(data, "id"), Op: field(data, "op")}
+	switch r.Op {
+	case "subscribed", "published", "page":
+		r.Sid, r.Pid, r.Cell, r.ExpiresAt = field(data, "sid"), field(data, "pid"), field(data, "cell"), field(data, "expires_at")
+		head := data
+		if i := bytes.Index(data, []byte(`"results":[`)); i >= 0 {
+			head = data[:i]
+		}
+		r.More = bytes.Contains(head, []byte(`"more":true`))
+		if i := bytes.Index(data, []byte(`"results":[`)); i >= 0 {
+			rest := data[i:]
+			for {
+				j := bytes.Index(rest, pidKey)
+				if j < 0 {
+					break
+				}
+				rest = rest[j+len(pidKey):]
+				r.Results = append(r.Results, struct {
+					Pid string `json:"pid"`
+				}{string(rest[:bytes.IndexByte(rest, '"')])})
+			}
+		}
+		return r, nil
+	}
+	r = &reply{}
+	return r, json.Unmarshal(data, r)
+}
+
+// do sends a request; cb runs on the reader with the reply.
+func (c *client) do(req map[string]any, cb func(*reply)) {
 	c.window <- struct{}{}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		defer func() { <-c.window }()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		op(ctx)
-	}()
+	c.mu.Lock()
+	c.next++
+	id := strconv.Itoa(c.next)
+	c.wait[id] = cb
+	c.mu.Unlock()
+	req["id"] = id
+	b, _ := json.Marshal(req)
+	c.wmu.Lock()
+	err := c.ws.WriteMessage(websocket.TextMessage, b)
+	c.wmu.Unlock()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "write:", err)
+	}
 }
 
 // drain waits for every request's reply.
-func (c *conn) drain() { c.wg.Wait() }
+func (c *client) drain() {
+	for range *window {
+		c.window <- struct{}{}
+	}
+	for range *window {
+		<-c.window
+	}
+}
 
 type subRec struct {
 	ts, tmin, tmax int64
@@ -237,33 +399,41 @@ type book struct {
 	pubTimes []int64 // when each live publication was answered
 }
 
-func (b *book) fail(err error) {
+func (b *book) fail(r *reply) {
 	b.mu.Lock()
-	b.errors[err.Error()]++
+	b.errors[r.Code+": "+r.Message]++
 	b.mu.Unlock()
 }
 
-func (b *book) subscribed(sub *client.Subscription, err error) {
+func parseTime(s string) int64 {
+	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		b.fail(err)
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func (b *book) subscribed(r *reply) {
+	if r.Op != "subscribed" {
+		b.fail(r)
 		return
 	}
-	ts := sub.Ts.UnixNano()
-	s := subRec{ts: ts, tmin: ts - int64(*past), tmax: sub.ExpiresAt.UnixNano(), cell: dewey.MustParse(sub.Cell)}
+	ts := stamp(r.Sid)
+	s := subRec{ts: ts, tmin: ts - int64(*past), tmax: parseTime(r.ExpiresAt), cell: dewey.MustParse(r.Cell)}
 	b.mu.Lock()
 	b.subs = append(b.subs, s)
-	for _, p := range sub.Past {
-		b.pastGot = append(b.pastGot, pair{ts, p.Tp.UnixNano()})
+	for _, p := range r.Results {
+		b.pastGot = append(b.pastGot, pair{ts, stamp(p.Pid)})
 	}
 	b.mu.Unlock()
 }
 
-func (b *book) published(r *client.Published, err error, live bool) {
-	if err != nil {
-		b.fail(err)
+func (b *book) published(r *reply, live bool) {
+	if r.Op != "published" {
+		b.fail(r)
 		return
 	}
-	p := pubRec{tp: r.Tp.UnixNano(), tmax: r.ExpiresAt.UnixNano(), cell: dewey.MustParse(r.Cell)}
+	p := pubRec{tp: stamp(r.Pid), tmax: parseTime(r.ExpiresAt), cell: dewey.MustParse(r.Cell)}
 	b.mu.Lock()
 	b.pubs = append(b.pubs, p)
 	if live {
@@ -315,23 +485,18 @@ func (w *workload) incident(rng *rand.Rand) string {
 	return id.String()
 }
 
-func (w *workload) publish(c *conn, bk *book, rng *rand.Rand, live bool) {
-	cell := w.incident(rng)
-	c.do(func(ctx context.Context) {
-		r, err := c.c.Publish(ctx, client.PublishRequest{UID: "reporter", Location: client.Cell(cell), Expires: *expires, Desc: "incident"})
-		bk.published(r, err, live)
-	})
+func (w *workload) publish(c *client, bk *book, rng *rand.Rand, live bool) {
+	c.do(map[string]any{"op": "publish", "uid": "reporter", "cell": w.incident(rng), "expires": expires.String(), "desc": "incident"},
+		func(r *reply) { bk.published(r, live) })
 }
 
-func subscribe(c *conn, bk *book, uid string, lat, lng float64, future time.Duration) {
-	c.do(func(ctx context.Context) {
-		bk.subscribed(c.c.Subscribe(ctx, client.SubscribeRequest{UID: uid, Location: client.Point(lat, lng), Past: *past, Future: future,
-			Handler: c.note, Inline: true}))
-	})
+func subscribe(c *client, bk *book, uid string, lat, lng float64, future time.Duration) {
+	c.do(map[string]any{"op": "subscribe", "uid": uid, "lat": lat, "lng": lng, "past": past.String(), "future": future.String()},
+		bk.subscribed)
 }
 
-func dialAll(addr string, n int) ([]*conn, error) {
-	cs := make([]*conn, n)
+func dialAll(addr string, n int) ([]*client, error) {
+	cs := make([]*client, n)
 	for i := range cs {
 		var err error
 		if cs[i], err = dial(addr); err != nil {
@@ -373,7 +538,7 @@ func run() error {
 		c.drain()
 	}
 	type user struct {
-		c        *conn
+		c        *client
 		uid      string
 		lat, lng float64
 	}
@@ -462,7 +627,8 @@ func run() error {
 		fetch(b.addr, "heap", *profile+".heap")
 	}
 	for _, c := range append(subs, pubs...) {
-		c.c.Close()
+		c.ws.Close()
+		<-c.done
 	}
 
 	// The oracle.
@@ -602,7 +768,7 @@ func rssRun(b *brokerProc, w *workload) error {
 	var made atomic.Int64
 	var next atomic.Int64 // subscriptions handed out
 	var mu sync.Mutex
-	var open []*conn
+	var open []*client
 	t0 := time.Now()
 	var wg sync.WaitGroup
 	errc := make(chan error, *subConns)
@@ -623,21 +789,21 @@ func rssRun(b *brokerProc, w *workload) error {
 						break
 					}
 					lat, lng := w.spot(rng)
-					c.do(func(ctx context.Context) {
-						_, err := c.c.Subscribe(ctx, client.SubscribeRequest{UID: "u" + strconv.FormatInt(i, 10), Location: client.Point(lat, lng), Future: time.Hour,
-							Handler: func(client.Notification) {}, Inline: true})
-						if err != nil {
-							bk.fail(err)
-						}
-						if n := made.Add(1); n%1_000_000 == 0 {
-							now, _ := b.rss()
-							fmt.Fprintf(os.Stderr, "%d subscriptions, %.0f/s, RSS %.0f MiB\n", n, float64(n)/time.Since(t0).Seconds(), now)
-						}
-					})
+					c.do(map[string]any{"op": "subscribe", "uid": "u" + strconv.FormatInt(i, 10), "lat": lat, "lng": lng, "future": "1h"},
+						func(r *reply) {
+							if r.Op != "subscribed" {
+								bk.fail(r)
+							}
+							if n := made.Add(1); n%1_000_000 == 0 {
+								now, _ := b.rss()
+								fmt.Fprintf(os.Stderr, "%d subscriptions, %.0f/s, RSS %.0f MiB\n", n, float64(n)/time.Since(t0).Seconds(), now)
+							}
+						})
 				}
 				c.drain()
 				if *cycle > 0 {
-					c.c.Close()
+					c.ws.Close()
+					<-c.done
 					continue
 				}
 				mu.Lock()
@@ -659,7 +825,8 @@ func rssRun(b *brokerProc, w *workload) error {
 		fetch(b.addr, "heap", *profile+".heap")
 	}
 	for _, c := range open {
-		c.c.Close()
+		c.ws.Close()
+		<-c.done
 	}
 	time.Sleep(3 * time.Second)
 	left, peak2 := b.rss()
