@@ -22,6 +22,7 @@ type Client struct {
 
 	mu      sync.Mutex
 	cur     transport     // nil while disconnected
+	lostAt  time.Time     // when cur last dropped
 	ready   chan struct{} // closed while cur is set
 	closed  bool
 	nextID  uint64
@@ -372,6 +373,7 @@ func (c *Client) lost(tr transport, err error) {
 		return
 	}
 	c.cur = nil
+	c.lostAt = time.Now()
 	c.ready = make(chan struct{})
 	pending := c.pending
 	c.pending = map[string]*call{}
@@ -441,15 +443,31 @@ func (c *Client) reattach(tr transport) bool {
 	for _, s := range c.subs {
 		subs = append(subs, s)
 	}
+	lostAt := c.lostAt
 	c.mu.Unlock()
 	c.stats.reconnects.Add(1)
+	now := time.Now()
 	for _, s := range subs {
+		if now.After(s.ExpiresAt.Add(resumeGrace)) {
+			// Past the broker's resume grace: asking is in vain. Whole
+			// if the connection outlived that grace too.
+			if lostAt.After(s.ExpiresAt.Add(resumeGrace)) {
+				c.end(s, ErrWindowOver)
+			} else {
+				c.end(s, ErrLost)
+			}
+			continue
+		}
 		s.repairing.Store(true)
-		s.repairAt.Store(time.Now().UnixNano())
+		s.repairAt.Store(now.UnixNano())
 		c.resume(tr, s)
 	}
 	return true
 }
+
+// resumeGrace is how long after its window the broker still resumes a
+// subscription (docs/protocol.md, "resume").
+const resumeGrace = time.Second
 
 // repair resumes s from the last notification received, unless a resume
 // is on its way already.

@@ -37,9 +37,6 @@ func dialWS(r *run, url string) (*wsConn, error) {
 	var err error
 	c.c, err = client.Dial(ctx, url, client.Options{
 		MinBackoff: 10 * time.Millisecond, MaxBackoff: time.Second,
-		// Notifications a lagging broker owes may come long after a
-		// window: keep the subscriptions until the run ends.
-		EndGrace:     time.Hour,
 		OnDisconnect: c.disconnected,
 		Log:          slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
