@@ -15,13 +15,16 @@ import (
 	"github.com/seed84792017/cellcast/client"
 )
 
-// A notification as the broker renders it, for a publication with a
-// description and two attributes.
-const benchNote = `{"op":"notification","sid":"dn0tjgthw7yv-1.4.2","seq":%d,"publication":{"pid":"dn0tjh1k2x3q-1.4.2.1.3","uid":"reporter","cell":"1.4.2.1.3","tp":"2026-11-21T10:32:12.123456789Z","expires_at":"2026-11-21T10:33:12.123456789Z","desc":"road closed at the corner","attrs":{"category":"traffic","severity":"2"}}}`
+// Notifications as the broker renders them: a publication with a
+// description, and one with two attributes too.
+var benchNotes = map[string]string{
+	"plain": `{"op":"notification","sid":"dn0tjgthw7yv-1.4.2","seq":%d,"publication":{"pid":"dn0tjh1k2x3q-1.4.2.1.3","uid":"reporter","cell":"1.4.2.1.3","tp":"2026-11-21T10:32:12.123456789Z","expires_at":"2026-11-21T10:33:12.123456789Z","desc":"road closed at the corner"}}`,
+	"attrs": `{"op":"notification","sid":"dn0tjgthw7yv-1.4.2","seq":%d,"publication":{"pid":"dn0tjh1k2x3q-1.4.2.1.3","uid":"reporter","cell":"1.4.2.1.3","tp":"2026-11-21T10:32:12.123456789Z","expires_at":"2026-11-21T10:33:12.123456789Z","desc":"road closed at the corner","attrs":{"category":"traffic","severity":"2"}}}`,
+}
 
 // noteServer answers a subscribe and then writes n notifications as fast
 // as the connection takes them.
-func noteServer(b *testing.B, n int) string {
+func noteServer(b *testing.B, n int, benchNote string) string {
 	up := websocket.Upgrader{WriteBufferSize: 64 << 10}
 	frames := make([][]byte, 1024)
 	for i := range frames {
@@ -63,47 +66,53 @@ func noteServer(b *testing.B, n int) string {
 // gorilla/websocket reader of the same frames (decoding nothing). The
 // server's rendering is in both; compare the two ns/op.
 func BenchmarkNotifications(b *testing.B) {
-	b.Run("client", func(b *testing.B) {
-		url := noteServer(b, b.N)
-		ctx := context.Background()
-		c, err := client.Dial(ctx, url, client.Options{UID: "bench"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer c.Close()
-		done := make(chan struct{})
-		got := 0
-		b.ResetTimer()
-		_, err = c.Subscribe(ctx, client.SubscribeRequest{Location: client.Cell("1.4.2"), Future: time.Hour, Inline: true,
-			Handler: func(n client.Notification) {
-				if got++; got == b.N {
-					close(done)
-				}
-			}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		<-done
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "notifications/s")
-	})
-	b.Run("gorilla", func(b *testing.B) {
-		url := noteServer(b, b.N)
-		ws, _, err := websocket.DefaultDialer.Dial(url, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer ws.Close()
-		b.ResetTimer()
-		ws.WriteMessage(websocket.TextMessage, []byte(`{"id":"1","op":"subscribe"}`))
-		var buf bytes.Buffer
-		for range b.N + 1 { // the reply, then the notifications
-			_, r, err := ws.NextReader()
-			if err != nil {
-				b.Fatal(err)
+	for _, kind := range []string{"plain", "attrs"} {
+		b.Run(kind+"/client", func(b *testing.B) { benchClient(b, benchNotes[kind]) })
+		b.Run(kind+"/gorilla", func(b *testing.B) { benchGorilla(b, benchNotes[kind]) })
+	}
+}
+
+func benchClient(b *testing.B, note string) {
+	url := noteServer(b, b.N, note)
+	ctx := context.Background()
+	c, err := client.Dial(ctx, url, client.Options{UID: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	done := make(chan struct{})
+	got := 0
+	b.ResetTimer()
+	_, err = c.Subscribe(ctx, client.SubscribeRequest{Location: client.Cell("1.4.2"), Future: time.Hour, Inline: true,
+		Handler: func(n client.Notification) {
+			if got++; got == b.N {
+				close(done)
 			}
-			buf.Reset()
-			buf.ReadFrom(r)
+		}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	<-done
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "notifications/s")
+}
+
+func benchGorilla(b *testing.B, note string) {
+	url := noteServer(b, b.N, note)
+	ws, _, err := websocket.DefaultDialer.Dial(url, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ws.Close()
+	b.ResetTimer()
+	ws.WriteMessage(websocket.TextMessage, []byte(`{"id":"1","op":"subscribe"}`))
+	var buf bytes.Buffer
+	for range b.N + 1 { // the reply, then the notifications
+		_, r, err := ws.NextReader()
+		if err != nil {
+			b.Fatal(err)
 		}
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "notifications/s")
-	})
+		buf.Reset()
+		buf.ReadFrom(r)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "notifications/s")
 }
