@@ -22,7 +22,9 @@ func Parse(fs *flag.FlagSet, args []string, lookup func(string) (string, bool), 
 		fs.VisitAll(func(f *flag.Flag) {
 			name, help := flag.UnquoteUsage(f)
 			fmt.Fprintf(fs.Output(), "  --%s %s   (%s)\n    \t%s", f.Name, name, Name(f.Name), strings.ReplaceAll(help, "\n", "\n    \t"))
-			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "[]" {
+			switch f.DefValue {
+			case "", "false", "0", "0s", "NaN", "[]", "map[]": // no default worth saying
+			default:
 				fmt.Fprintf(fs.Output(), " (default %s)", f.DefValue)
 			}
 			fmt.Fprintln(fs.Output())
