@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -58,5 +59,65 @@ func TestEndedSaysWhy(t *testing.T) {
 	}
 	if len(b.ended) != 0 {
 		t.Errorf("the sink that took over heard %v", b.ended)
+	}
+}
+
+// orderSink records notifications and ends in order; its first Notify
+// waits for release.
+type orderSink struct {
+	mu      sync.Mutex
+	events  []string
+	first   sync.Once
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (k *orderSink) Notify(n *Notification) bool {
+	k.first.Do(func() { close(k.entered); <-k.release })
+	k.mu.Lock()
+	k.events = append(k.events, "note")
+	k.mu.Unlock()
+	return true
+}
+
+func (k *orderSink) Lost(string) {}
+
+func (k *orderSink) Ended(_, _ string, why EndReason) {
+	k.mu.Lock()
+	k.events = append(k.events, string(why))
+	k.mu.Unlock()
+}
+
+// TestEndedFollowsAResumesReplay: a subscription resumed just after its
+// window, whose replay is still going out when Expire comes, ends only
+// after the replay: the ended word never overtakes a notification.
+func TestEndedFollowsAResumesReplay(t *testing.T) {
+	hub, clock := openHub(t)
+	ctx := context.Background()
+	c := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.MustParse("1.2")}
+	away := newSink()
+	sid := subscribeTo(t, hub, away, "u", c, time.Second)
+	for range 3 {
+		publishIn(t, hub, c)
+	}
+	hub.Drain()
+	hub.Detach(sid, away) // the connection went before reading them
+	clock.Advance(1200 * time.Millisecond)
+	back := &orderSink{entered: make(chan struct{}), release: make(chan struct{})}
+	done := make(chan error)
+	go func() { done <- hub.Resume(ctx, sid, 0, "u", back, func(*subscriptions.ReplayResult) {}) }()
+	<-back.entered // replaying, and stuck
+	clock.Advance(2 * time.Second)
+	hub.Expire(clock.Now())
+	close(back.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Second)
+	hub.Expire(clock.Now())
+	back.mu.Lock()
+	defer back.mu.Unlock()
+	if fmt.Sprint(back.events) != "[note note note window_over]" {
+		t.Fatalf("events %v, want the three notifications, then the end", back.events)
 	}
 }

@@ -445,10 +445,18 @@ func (h *Hub) Expire(now int64) {
 			h.swept = min(h.swept, sec-1)
 		}
 	}
+	var later []int64
 	for ; h.swept < last; h.swept++ {
 		sec := h.swept + 1
 		for _, ts := range h.ending[sec] {
 			if r := h.routes[ts]; r != nil && r.tmax < now {
+				if r.holding {
+					// A resume or catch-up is replaying into it: its end
+					// comes once that is out, so the ended word follows
+					// the last notification.
+					later = append(later, ts)
+					continue
+				}
 				delete(h.routes, ts)
 				delete(h.lagging, ts)
 				why := EndWindow
@@ -462,6 +470,9 @@ func (h *Hub) Expire(now int64) {
 			}
 		}
 		delete(h.ending, sec)
+	}
+	if len(later) > 0 {
+		h.ending[last+1] = append(h.ending[last+1], later...)
 	}
 	h.mu.Unlock()
 	for _, e := range gone {
