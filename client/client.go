@@ -257,20 +257,27 @@ func (c *Client) frame(tr transport, data []byte) {
 		return
 	}
 	if rep.Op == "ended" {
-		c.ended(tr, rep.Sid, rep.Reason)
+		c.ended(tr, rep.Sid, rep.Reason, rep.Last)
 		return
 	}
 	c.reply(tr, rep, err)
 }
 
 // ended handles the broker's word that a subscription stopped routing
-// here. It comes after the subscription's last notification.
-func (c *Client) ended(tr transport, sid, reason string) {
+// here. It comes after the subscription's last notification, whose seq
+// it names: a client that has not received that one lost the last ones
+// on the way (NATS), and resumes to get them.
+func (c *Client) ended(tr transport, sid, reason string, last int64) {
 	c.mu.Lock()
 	s := c.subs[sid]
 	c.mu.Unlock()
 	if s == nil {
 		return // ended here already (unsubscribed, say)
+	}
+	if reason != "moved" && last > s.last.Load() {
+		c.stats.gaps.Add(1)
+		c.repair(tr, s)
+		return
 	}
 	switch reason {
 	case "window_over":

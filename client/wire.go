@@ -71,6 +71,7 @@ type wireReply struct {
 	More         bool              `json:"more"`
 	Next         string            `json:"next"`
 	Reason       string            `json:"reason"`
+	Last         int64             `json:"last"`
 	Results      []json.RawMessage `json:"results"`
 	Recent       []json.RawMessage `json:"recent"`
 	// pubs is the reply's list (results, or a publish's recent) decoded,

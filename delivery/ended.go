@@ -19,16 +19,26 @@ const (
 	EndBehind EndReason = "behind"
 )
 
+// An End is a subscription that stopped routing to a sink.
+type End struct {
+	Sid, Uid string
+	Why      EndReason
+	// Last is the Seq of the last notification the sink took (0: none;
+	// after a resume, at least its resume point), so a subscriber can
+	// tell whether it missed the last ones.
+	Last int64
+}
+
 // An Ender is a Sink that also hears why a subscription stopped routing
 // to it. The hub calls Ended right after Lost, with no hub lock held.
 type Ender interface {
-	Ended(sid, uid string, why EndReason)
+	Ended(e End)
 }
 
-// lost tells sink that sid (of uid) no longer routes to it, and why.
-func lost(sink Sink, sid, uid string, why EndReason) {
-	sink.Lost(sid)
-	if e, ok := sink.(Ender); ok {
-		e.Ended(sid, uid, why)
+// lost tells sink that e's subscription no longer routes to it, and why.
+func lost(sink Sink, e End) {
+	sink.Lost(e.Sid)
+	if k, ok := sink.(Ender); ok {
+		k.Ended(e)
 	}
 }

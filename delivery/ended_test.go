@@ -18,9 +18,9 @@ type endSink struct {
 	ended map[string]EndReason
 }
 
-func (k *endSink) Ended(sid, uid string, why EndReason) {
+func (k *endSink) Ended(e End) {
 	k.mu.Lock()
-	k.ended[sid] = why
+	k.ended[e.Sid] = e.Why
 	k.mu.Unlock()
 }
 
@@ -67,6 +67,8 @@ func TestEndedSaysWhy(t *testing.T) {
 type orderSink struct {
 	mu      sync.Mutex
 	events  []string
+	seqs    []int64 // of the notifications
+	last    int64   // the last of them when the end came
 	first   sync.Once
 	entered chan struct{}
 	release chan struct{}
@@ -76,15 +78,17 @@ func (k *orderSink) Notify(n *Notification) bool {
 	k.first.Do(func() { close(k.entered); <-k.release })
 	k.mu.Lock()
 	k.events = append(k.events, "note")
+	k.seqs = append(k.seqs, n.Seq)
 	k.mu.Unlock()
 	return true
 }
 
 func (k *orderSink) Lost(string) {}
 
-func (k *orderSink) Ended(_, _ string, why EndReason) {
+func (k *orderSink) Ended(e End) {
 	k.mu.Lock()
-	k.events = append(k.events, string(why))
+	k.events = append(k.events, fmt.Sprintf("%s after %d", e.Why, e.Last))
+	k.last = k.seqs[len(k.seqs)-1]
 	k.mu.Unlock()
 }
 
@@ -117,7 +121,8 @@ func TestEndedFollowsAResumesReplay(t *testing.T) {
 	hub.Expire(clock.Now())
 	back.mu.Lock()
 	defer back.mu.Unlock()
-	if fmt.Sprint(back.events) != "[note note note window_over]" {
-		t.Fatalf("events %v, want the three notifications, then the end", back.events)
+	want := fmt.Sprintf("[note note note window_over after %d]", back.last)
+	if fmt.Sprint(back.events) != want || back.last == 0 {
+		t.Fatalf("events %v, want the three notifications, then the end after the last (%s)", back.events, want)
 	}
 }

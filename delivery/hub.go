@@ -361,6 +361,10 @@ func (h *Hub) attach(r *route, expect *route) bool {
 		}
 	}
 	old := h.routes[r.ts]
+	var oldLast int64
+	if old != nil {
+		oldLast = old.last
+	}
 	h.routes[r.ts] = r
 	delete(h.lagging, r.ts) // the new route catches up by its own replay
 	if old == nil {
@@ -368,7 +372,7 @@ func (h *Hub) attach(r *route, expect *route) bool {
 	}
 	h.mu.Unlock()
 	if old != nil && old.sink != r.sink {
-		lost(old.sink, r.sid, r.uid, EndMoved)
+		lost(old.sink, End{Sid: r.sid, Uid: r.uid, Why: EndMoved, Last: oldLast})
 	}
 	return true
 }
@@ -430,9 +434,8 @@ func (h *Hub) horizon(now int64) int64 {
 // connection's limit until then.
 func (h *Hub) Expire(now int64) {
 	type ended struct {
-		sink     Sink
-		sid, uid string
-		why      EndReason
+		sink Sink
+		End
 	}
 	var gone []ended
 	now = h.horizon(now)
@@ -466,7 +469,7 @@ func (h *Hub) Expire(now int64) {
 				case r.cancelled:
 					why = EndCancelled
 				}
-				gone = append(gone, ended{r.sink, r.sid, r.uid, why})
+				gone = append(gone, ended{r.sink, End{Sid: r.sid, Uid: r.uid, Why: why, Last: r.last}})
 			}
 		}
 		delete(h.ending, sec)
@@ -476,7 +479,7 @@ func (h *Hub) Expire(now int64) {
 	}
 	h.mu.Unlock()
 	for _, e := range gone {
-		lost(e.sink, e.sid, e.uid, e.why)
+		lost(e.sink, e.End)
 	}
 }
 
