@@ -56,7 +56,7 @@ demo-perf:
 race:
 	$(GO) test -count=1 -race -short ./lsm/...
 	$(GO) test -count=1 -race -short -run Concurrent ./dualdb ./twodb
-	$(GO) test -count=1 -race -short ./delivery ./gateway ./broker
+	$(GO) test -count=1 -race -short ./delivery ./gateway ./broker ./client
 
 # Each decoder's fuzz target, briefly.
 fuzz:
@@ -72,6 +72,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzFragment$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./listdb
 	$(GO) test -run '^$$' -fuzz '^FuzzTrace$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./bench/workload
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./secondary
+	$(GO) test -run '^$$' -fuzz '^FuzzPublication$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./client
+	$(GO) test -run '^$$' -fuzz '^FuzzNotification$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./client
+	$(GO) test -run '^$$' -fuzz '^FuzzReply$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./client
+	$(GO) test -run '^$$' -fuzz '^FuzzTime$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./client
 
 # The storage engine benchmark against Pebble and goleveldb; prints the table
 # that docs/lsm-benchmarks.md holds (about 10 minutes).

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"os"
 	"path/filepath"
 	"sync/atomic"
 	"time"
@@ -166,19 +164,8 @@ func (c *Config) verifier() (auth.Verifier, error) {
 	return any, nil
 }
 
-// LoadHMAC reads an HMAC secret file (at least 32 bytes; surrounding
-// whitespace is ignored).
-func LoadHMAC(path string) (*auth.HMAC, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("hmac secret: %w", err)
-	}
-	secret := bytes.TrimSpace(b)
-	if len(secret) < 32 {
-		return nil, fmt.Errorf("hmac secret %s: %d bytes, need at least 32", path, len(secret))
-	}
-	return &auth.HMAC{Secret: secret}, nil
-}
+// LoadHMAC reads an HMAC secret file (auth.LoadHMAC).
+func LoadHMAC(path string) (*auth.HMAC, error) { return auth.LoadHMAC(path) }
 
 // Start opens the store, connects NATS and serves. On error, whatever
 // was opened is closed again.

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	cellcast "github.com/seed84792017/cellcast/client"
 	"github.com/seed84792017/cellcast/gateway"
 	"github.com/seed84792017/cellcast/lsm/vfs"
 )
@@ -54,6 +56,7 @@ type client struct {
 	ws    *websocket.Conn
 	in    chan msg
 	notes []msg
+	ended []msg // "ended" frames, which come when windows end
 	err   error // why the reader stopped
 	done  chan struct{}
 	ids   int
@@ -147,6 +150,10 @@ func (c *client) do(m msg) msg {
 			c.notes = append(c.notes, f)
 			continue
 		}
+		if f["op"] == "ended" {
+			c.ended = append(c.ended, f)
+			continue
+		}
 		if f["id"] != id {
 			c.t.Fatalf("reply %v to another request than %s", f, id)
 		}
@@ -159,6 +166,10 @@ func (c *client) wait(n int) []msg {
 	c.t.Helper()
 	for len(c.notes) < n {
 		f := c.next()
+		if f["op"] == "ended" {
+			c.ended = append(c.ended, f)
+			continue
+		}
 		if f["op"] != "notification" {
 			c.t.Fatalf("unexpected frame %v", f)
 		}
@@ -167,15 +178,23 @@ func (c *client) wait(n int) []msg {
 	return c.notes
 }
 
-// quiet checks nothing more arrives for a moment.
+// quiet checks nothing more arrives for a moment ("ended" frames
+// aside).
 func (c *client) quiet() {
 	c.t.Helper()
-	select {
-	case f, ok := <-c.in:
-		if ok {
-			c.t.Fatalf("unexpected frame %v", f)
+	for {
+		select {
+		case f, ok := <-c.in:
+			if ok && f["op"] == "ended" {
+				c.ended = append(c.ended, f)
+				continue
+			}
+			if ok {
+				c.t.Fatalf("unexpected frame %v", f)
+			}
+		case <-time.After(150 * time.Millisecond):
 		}
-	case <-time.After(150 * time.Millisecond):
+		return
 	}
 }
 
@@ -206,80 +225,133 @@ func results(m msg) []msg {
 	return out
 }
 
+// TestSubscribePublishNotifyAcrossDepthsAndTopics checks matching end to
+// end through the Go client; the tests after it check the wire format.
 func TestSubscribePublishNotifyAcrossDepthsAndTopics(t *testing.T) {
 	b := start(t, Config{})
-	sub := dial(t, b, nil)
-	pub := dial(t, b, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	url := "ws://" + b.HTTPAddr() + "/ws"
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	sub, err := cellcast.Dial(ctx, url, cellcast.Options{UID: "alice", Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	pub, err := cellcast.Dial(ctx, url, cellcast.Options{UID: "p", Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	publish := func(where cellcast.Location, desc string) *cellcast.Published {
+		t.Helper()
+		p, err := pub.Publish(ctx, cellcast.PublishRequest{Location: where, Expires: time.Minute, Desc: desc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// Every notification, of whichever subscription, in arrival order.
+	var mu sync.Mutex
+	var got []cellcast.Notification
+	arrived := make(chan struct{}, 100)
+	record := func(n cellcast.Notification) {
+		mu.Lock()
+		got = append(got, n)
+		mu.Unlock()
+		arrived <- struct{}{}
+	}
+	subscribe := func(r cellcast.SubscribeRequest) *cellcast.Subscription {
+		t.Helper()
+		r.Future, r.Handler, r.Inline = time.Minute, record, true
+		s, err := sub.Subscribe(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	wait := func(n int) map[string][]string {
+		t.Helper()
+		for range n {
+			select {
+			case <-arrived:
+			case <-ctx.Done():
+				t.Fatalf("%d notifications, want %d", len(got), n)
+			}
+		}
+		select { // and nothing more
+		case <-arrived:
+			t.Fatalf("more than %d notifications: %+v", n, got)
+		case <-time.After(150 * time.Millisecond):
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		bySid := map[string][]string{}
+		for _, n := range got {
+			if n.Seq <= 0 {
+				t.Fatalf("seq %d", n.Seq)
+			}
+			bySid[n.Sid] = append(bySid[n.Sid], n.Publication.Pid)
+		}
+		got = nil
+		return bySid
+	}
 
 	// Past data first: a publication in 1.4.2 before anyone subscribes.
-	early := pub.do(msg{"op": "publish", "uid": "p", "cell": "1.4.2", "expires": "1m", "desc": "early"})
-	wantOp(t, early, "published")
-
-	deep := sub.do(msg{"op": "subscribe", "uid": "alice", "cell": "1.4.2.3", "past": "1m", "future": "1m"})
-	wantOp(t, deep, "subscribed")
-	if got := pidsOf(results(deep)); len(got) != 1 || got[0] != early["pid"] {
-		t.Fatalf("past results of 1.4.2.3 = %v, want the ancestor's %v", got, early["pid"])
+	early := publish(cellcast.Cell("1.4.2"), "early")
+	deep := subscribe(cellcast.SubscribeRequest{Location: cellcast.Cell("1.4.2.3"), Past: time.Minute})
+	if len(deep.Past) != 1 || deep.Past[0].Pid != early.Pid || deep.Past[0].Desc != "early" {
+		t.Fatalf("past results of 1.4.2.3 = %+v, want the ancestor's %v", deep.Past, early.Pid)
 	}
-	shallow := sub.do(msg{"op": "subscribe", "uid": "alice", "cell": "1.4", "future": "1m"})
-	topic := sub.do(msg{"op": "subscribe", "uid": "alice", "topic": "sports/soccer", "future": "1m"})
-	filtered := sub.do(msg{"op": "subscribe", "uid": "alice", "cell": "1", "future": "1m", "filter": "FIRE"})
-	for _, m := range []msg{shallow, topic, filtered} {
-		wantOp(t, m, "subscribed")
-	}
+	shallow := subscribe(cellcast.SubscribeRequest{Location: cellcast.Cell("1.4")})
+	topic := subscribe(cellcast.SubscribeRequest{Location: cellcast.Topic("sports/soccer")})
+	filtered := subscribe(cellcast.SubscribeRequest{Location: cellcast.Cell("1"), Filter: &cellcast.Filter{Keyword: "FIRE"}})
 
 	// 1.4.2.3.1 is under all three geo subscriptions; 1.4.1 under 1.4 and 1; 1.5 under 1 only.
-	p1 := pub.do(msg{"op": "publish", "uid": "p", "cell": "1.4.2.3.1", "expires": "1m", "desc": "a fire"})
-	if p1["matched"] != 3.0 {
-		t.Fatalf("publish in 1.4.2.3.1 matched %v, want 3", p1["matched"])
+	p1 := publish(cellcast.Cell("1.4.2.3.1"), "a fire")
+	if p1.Matched != 3 {
+		t.Fatalf("publish in 1.4.2.3.1 matched %d, want 3", p1.Matched)
 	}
-	p2 := pub.do(msg{"op": "publish", "uid": "p", "cell": "1.4.1", "expires": "1m", "desc": "flood"})
-	p3 := pub.do(msg{"op": "publish", "uid": "p", "topic": "sports", "expires": "1m", "desc": "derby"})
-	p4 := pub.do(msg{"op": "publish", "uid": "p", "topic": "sports/tennis", "expires": "1m"})
-	if p4["matched"] != 0.0 {
-		t.Fatalf("sports/tennis matched %v", p4["matched"])
-	}
-	notes := sub.wait(5)
-	sub.quiet()
-	got := map[string][]string{}
-	for _, n := range notes {
-		sid := n["sid"].(string)
-		got[sid] = append(got[sid], n["publication"].(msg)["pid"].(string))
-		if n["seq"].(float64) <= 0 {
-			t.Fatalf("seq %v", n["seq"])
-		}
+	p2 := publish(cellcast.Cell("1.4.1"), "flood")
+	p3 := publish(cellcast.Topic("sports"), "derby")
+	if p4 := publish(cellcast.Topic("sports/tennis"), ""); p4.Matched != 0 {
+		t.Fatalf("sports/tennis matched %d", p4.Matched)
 	}
 	want := map[string][]string{
-		deep["sid"].(string):     {p1["pid"].(string)},
-		shallow["sid"].(string):  {p1["pid"].(string), p2["pid"].(string)},
-		topic["sid"].(string):    {p3["pid"].(string)},
-		filtered["sid"].(string): {p1["pid"].(string)},
+		deep.Sid:     {p1.Pid},
+		shallow.Sid:  {p1.Pid, p2.Pid},
+		topic.Sid:    {p3.Pid},
+		filtered.Sid: {p1.Pid},
 	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("notifications\n got %v\nwant %v", got, want)
+	if bySid := wait(5); fmt.Sprint(bySid) != fmt.Sprint(want) {
+		t.Fatalf("notifications\n got %v\nwant %v", bySid, want)
 	}
-	if tp := notes[len(notes)-1]["publication"].(msg)["topic"]; tp != "sports" {
-		t.Fatalf("topic publication names topic %v", tp)
+	q, err := sub.Query(ctx, cellcast.QueryRequest{Attr: "uid", Eq: "p", K: 1})
+	if err != nil || len(q.Publications) != 1 || q.Publications[0].Topic != "sports/tennis" {
+		t.Fatalf("the latest publication names its topic: %+v, %v", q, err)
 	}
 
 	// lat/lng map into the quad tree: a point subscription hears a radius publication around it.
-	pt := sub.do(msg{"op": "subscribe", "uid": "alice", "lat": 40.7580, "lng": -73.9855, "future": "1m"})
-	wantOp(t, pt, "subscribed")
-	if depth := strings.Count(pt["cell"].(string), ".") + 1; depth != 12 {
-		t.Fatalf("a point maps to %v, depth %d", pt["cell"], depth)
+	pt := subscribe(cellcast.SubscribeRequest{Location: cellcast.Point(40.7580, -73.9855)})
+	if depth := strings.Count(pt.Cell, ".") + 1; depth != 12 {
+		t.Fatalf("a point maps to %v, depth %d", pt.Cell, depth)
 	}
-	around := pub.do(msg{"op": "publish", "uid": "p", "lat": 40.7580, "lng": -73.9855, "radius_m": 2000, "expires": "1m"})
-	if around["matched"].(float64) < 1 {
-		t.Fatalf("radius publication matched %v", around["matched"])
+	around, err := pub.Publish(ctx, cellcast.PublishRequest{Location: cellcast.Circle(40.7580, -73.9855, 2000), Expires: time.Minute})
+	if err != nil || around.Matched < 1 {
+		t.Fatalf("radius publication matched %+v, %v", around, err)
 	}
-	n := sub.wait(len(notes) + 1)
-	if last := n[len(n)-1]; last["sid"] != pt["sid"] {
-		t.Fatalf("point subscription not notified: %v", last)
+	if bySid := wait(around.Matched); len(bySid[pt.Sid]) != 1 {
+		t.Fatalf("point subscription not notified: %v", bySid)
 	}
 
 	// Unsubscribe stops notifications.
-	wantOp(t, sub.do(msg{"op": "unsubscribe", "uid": "alice", "sid": shallow["sid"]}), "unsubscribed")
-	pub.do(msg{"op": "publish", "uid": "p", "cell": "1.4.7", "expires": "1m"})
-	sub.quiet()
+	if err := shallow.Unsubscribe(ctx); err != nil {
+		t.Fatal(err)
+	}
+	publish(cellcast.Cell("1.4.7"), "")
+	if bySid := wait(0); len(bySid) != 0 {
+		t.Fatalf("after unsubscribe: %v", bySid)
+	}
 }
 
 func TestResumeAfterDroppedConnectionLosesNothing(t *testing.T) {
@@ -641,6 +713,9 @@ func TestEndedSubscriptionsFreeTheirSlot(t *testing.T) {
 	}
 	if n := b.svc.Stats().Routes; n != 1 {
 		t.Fatalf("%d routes", n)
+	}
+	if len(c.ended) != 1 || c.ended[0]["reason"] != "window_over" {
+		t.Fatalf("ended frames %v, want the first subscription's window_over", c.ended)
 	}
 }
 

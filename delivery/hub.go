@@ -33,9 +33,16 @@ type Sink interface {
 // publication as the hub's Encode rendered it, shared by every
 // notification of that publication: sinks must not modify it.
 type Notification struct {
-	Sid  string
-	Uid  string // the subscriber
-	Seq  int64
+	Sid string
+	Uid string // the subscriber
+	Seq int64
+	// Prev is the Seq of the notification of this subscription that its
+	// sink took before this one (0: none; after a resume, the resume
+	// point). A subscriber that last received Prev has missed nothing;
+	// one that last received less has a gap to resume from. Sequence
+	// numbers are stamps, not counters, so the chain is what makes a gap
+	// visible on a transport that may drop messages (NATS).
+	Prev int64
 	Pub  *subscriptions.Publication
 	Body []byte
 	// Replayed: the notification comes from the store, by a resume or a
@@ -65,26 +72,40 @@ type Config struct {
 // publications stamped after from, until tmax.
 //
 // A hub holds one per connected subscription, so it stays small (go test
-// ./delivery -bench RouteMemory: about 180 bytes with its sid and
-// its places in the hub's maps): the uid a notification carries comes
-// from the store's answer, not from the route.
+// ./delivery -bench RouteMemory: under 200 bytes with its strings and its
+// places in the hub's maps).
 type route struct {
 	sink Sink
 	sid  string
+	uid  string
 	ts   int64
 	from int64
 	tmax int64
 	// While holding, the route's SUBSCRIBE or RESUME has not answered
-	// yet, and notifications wait in held: the answer goes first. Only
-	// the dispatcher appends, under the hub's read lock; the rest happens
-	// under its write lock.
-	held []*Notification
+	// yet, and notifications wait in held (allocated only then): the
+	// answer goes first. Only the dispatcher appends, under the hub's
+	// read lock; the rest happens under its write lock.
+	held *[]*Notification
 	// last is the sequence number of the last notification the sink
 	// took. A refused notification makes the route lagging: the
 	// dispatcher skips it until CatchUp replays from last. Written by the
 	// dispatcher under the read lock, otherwise under the write lock.
-	last             int64
-	holding, lagging bool
+	last                        int64
+	holding, lagging, cancelled bool // cancelled: Unsubscribe cut tmax to the cancel; under the write lock
+}
+
+func (r *route) hold(n *Notification) {
+	if r.held == nil {
+		r.held = new([]*Notification)
+	}
+	*r.held = append(*r.held, n)
+}
+
+func (r *route) heldList() []*Notification {
+	if r.held == nil {
+		return nil
+	}
+	return *r.held
 }
 
 // dispatched is a publication the dispatcher fanned out while a SUBSCRIBE
@@ -246,7 +267,7 @@ func (h *Hub) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequest
 		answer(res, sid)
 		return nil
 	}
-	r := &route{sink: sink, sid: sid, ts: res.Sub.Ts, from: res.Sub.Ts, tmax: res.Sub.Tmax}
+	r := &route{sink: sink, sid: sid, uid: res.Sub.Uid, ts: res.Sub.Ts, from: res.Sub.Ts, tmax: res.Sub.Tmax}
 	h.attach(r, nil)
 	answer(res, sid)
 	h.open(r)
@@ -297,7 +318,7 @@ func (h *Hub) Unsubscribe(ctx context.Context, sid, owner string) error {
 	now := h.cfg.Clock.Now() // after the cancel's stamp
 	h.mu.Lock()
 	if r := h.routes[s.Ts]; r != nil && r.tmax > now {
-		r.tmax = now
+		r.tmax, r.cancelled = now, true
 		h.endsAt(r)
 	}
 	h.mu.Unlock()
@@ -324,7 +345,7 @@ func (h *Hub) Resume(ctx context.Context, sid string, after int64, owner string,
 	if err := owned(res.Sub, owner); err != nil {
 		return err
 	}
-	r := &route{sink: sink, sid: sid, ts: ts, from: res.Now, tmax: res.Sub.Tmax, last: after}
+	r := &route{sink: sink, sid: sid, uid: res.Sub.Uid, ts: ts, from: res.Now, tmax: res.Sub.Tmax, last: after}
 	h.attach(r, nil)
 	answer(res)
 	h.replay(r, res)
@@ -350,12 +371,16 @@ func (h *Hub) attach(r *route, expect *route) bool {
 		}
 		for i := range d.res.Matches {
 			if s := &d.res.Matches[i]; s.Ts == r.ts {
-				r.held = append(r.held, &Notification{Sid: r.sid, Uid: s.Uid, Seq: Seq(s, &d.res.Pub), Pub: &d.res.Pub, Body: d.body})
+				r.hold(&Notification{Sid: r.sid, Uid: s.Uid, Seq: Seq(s, &d.res.Pub), Pub: &d.res.Pub, Body: d.body})
 				break
 			}
 		}
 	}
 	old := h.routes[r.ts]
+	var oldLast int64
+	if old != nil {
+		oldLast = old.last
+	}
 	h.routes[r.ts] = r
 	delete(h.lagging, r.ts) // the new route catches up by its own replay
 	if old == nil {
@@ -363,7 +388,7 @@ func (h *Hub) attach(r *route, expect *route) bool {
 	}
 	h.mu.Unlock()
 	if old != nil && old.sink != r.sink {
-		old.sink.Lost(r.sid)
+		lost(old.sink, End{Sid: r.sid, Uid: r.uid, Why: EndMoved, Last: oldLast})
 	}
 	return true
 }
@@ -375,10 +400,13 @@ func (h *Hub) open(r *route) {
 	h.mu.Lock()
 	r.holding = false
 	if h.routes[r.ts] == r { // else resumed elsewhere, whose replay covers these
-		for _, n := range r.held {
+		for _, n := range r.heldList() {
 			if r.lagging {
 				h.skipped.Add(1)
-			} else if r.sink.Notify(n) {
+				continue
+			}
+			n.Prev = r.last
+			if r.sink.Notify(n) {
 				sent++
 				r.last = n.Seq
 			} else {
@@ -421,11 +449,11 @@ func (h *Hub) horizon(now int64) int64 {
 // Call it every second or so: a route costs memory and counts against its
 // connection's limit until then.
 func (h *Hub) Expire(now int64) {
-	type lost struct {
+	type ended struct {
 		sink Sink
-		sid  string
+		End
 	}
-	var gone []lost
+	var gone []ended
 	now = h.horizon(now)
 	h.mu.Lock()
 	// Subscriptions ending in second s are over once now passes s+1.
@@ -436,20 +464,38 @@ func (h *Hub) Expire(now int64) {
 			h.swept = min(h.swept, sec-1)
 		}
 	}
+	var later []int64
 	for ; h.swept < last; h.swept++ {
 		sec := h.swept + 1
 		for _, ts := range h.ending[sec] {
 			if r := h.routes[ts]; r != nil && r.tmax < now {
+				if r.holding {
+					// A resume or catch-up is replaying into it: its end
+					// comes once that is out, so the ended word follows
+					// the last notification.
+					later = append(later, ts)
+					continue
+				}
 				delete(h.routes, ts)
 				delete(h.lagging, ts)
-				gone = append(gone, lost{r.sink, r.sid})
+				why := EndWindow
+				switch {
+				case r.lagging:
+					why = EndBehind
+				case r.cancelled:
+					why = EndCancelled
+				}
+				gone = append(gone, ended{r.sink, End{Sid: r.sid, Uid: r.uid, Why: why, Last: r.last}})
 			}
 		}
 		delete(h.ending, sec)
 	}
+	if len(later) > 0 {
+		h.ending[last+1] = append(h.ending[last+1], later...)
+	}
 	h.mu.Unlock()
-	for _, l := range gone {
-		l.sink.Lost(l.sid)
+	for _, e := range gone {
+		lost(e.sink, e.End)
 	}
 }
 
@@ -498,10 +544,10 @@ func (h *Hub) dispatch(res *subscriptions.PublishResult) {
 		case p.Tp <= r.from:
 			// Replayed by the resume that attached the route.
 		case r.holding:
-			r.held = append(r.held, &Notification{Sid: r.sid, Uid: s.Uid, Seq: Seq(s, p), Pub: p, Body: body})
+			r.hold(&Notification{Sid: r.sid, Uid: s.Uid, Seq: Seq(s, p), Pub: p, Body: body})
 		case r.lagging:
 			skipped++
-		case r.sink.Notify(&Notification{Sid: r.sid, Uid: s.Uid, Seq: Seq(s, p), Pub: p, Body: body}):
+		case r.sink.Notify(&Notification{Sid: r.sid, Uid: s.Uid, Seq: Seq(s, p), Prev: r.last, Pub: p, Body: body}):
 			sent++
 			r.last = Seq(s, p)
 		default:

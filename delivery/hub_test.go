@@ -82,6 +82,18 @@ func subscribeTo(t *testing.T, hub *Hub, k Sink, uid string, c subscriptions.Cel
 	return sid
 }
 
+// chained checks that each notification of a sink names the one before
+// it as Prev, the first one from: a subscriber can tell it missed nothing.
+func chained(t *testing.T, sid string, ns []*Notification, from int64) {
+	t.Helper()
+	for _, n := range ns {
+		if n.Prev != from {
+			t.Fatalf("%s: seq %d has prev %d, want %d", sid, n.Seq, n.Prev, from)
+		}
+		from = n.Seq
+	}
+}
+
 // publishIn publishes in c for a minute.
 func publishIn(t *testing.T, hub *Hub, c subscriptions.Cell) {
 	t.Helper()
@@ -166,6 +178,7 @@ func TestConcurrentDeliveryIsExactlyOnce(t *testing.T) {
 			seen[p.Tp] = "past"
 		}
 		var last int64 = -1
+		chained(t, s.Sid(), k.got[s.Sid()], 0)
 		for _, n := range k.got[s.Sid()] {
 			if n.Seq <= last {
 				t.Fatalf("%s: seq %d after %d", s.Sid(), n.Seq, last)
@@ -235,6 +248,8 @@ func TestResumeReplaysWhatWasMissed(t *testing.T) {
 		if got := first.got[s.Sid()]; len(got) > 0 {
 			after = got[len(got)-1].Seq
 		}
+		chained(t, s.Sid(), first.got[s.Sid()], 0)
+		defer func() { chained(t, s.Sid(), second.got[s.Sid()], after) }()
 		// A stranger may not resume it.
 		if err := hub.Resume(ctx, s.Sid(), after, "intruder", second, nil); err == nil {
 			t.Fatalf("%s resumed by another user", s.Sid())

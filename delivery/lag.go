@@ -35,6 +35,7 @@ func (h *Hub) replay(r *route, res *subscriptions.ReplayResult) bool {
 		if n.Seq <= r.last {
 			continue
 		}
+		n.Prev = r.last
 		if !r.sink.Notify(n) {
 			refused = true
 			break
@@ -104,13 +105,13 @@ func (h *Hub) catchUp(ctx context.Context, r *route) (bool, error) {
 			delete(h.lagging, r.ts)
 		}
 		h.mu.Unlock()
-		r.sink.Lost(r.sid)
+		lost(r.sink, End{Sid: r.sid, Uid: r.uid, Why: EndBehind, Last: after})
 		return true, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	nr := &route{sink: r.sink, sid: r.sid, ts: r.ts, from: res.Now, tmax: min(tmax, res.Sub.Tmax), last: after}
+	nr := &route{sink: r.sink, sid: r.sid, uid: r.uid, ts: r.ts, from: res.Now, tmax: min(tmax, res.Sub.Tmax), last: after}
 	if !h.attach(nr, r) {
 		return true, nil
 	}

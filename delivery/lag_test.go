@@ -20,11 +20,12 @@ type boundedSink struct {
 	room   int
 	queued []*Notification
 	got    map[string][]int64 // drained seqs by sid
+	prevs  map[string][]int64 // and their Prev
 	lost   map[string]bool
 }
 
 func newBoundedSink(room int) *boundedSink {
-	return &boundedSink{room: room, got: map[string][]int64{}, lost: map[string]bool{}}
+	return &boundedSink{room: room, got: map[string][]int64{}, prevs: map[string][]int64{}, lost: map[string]bool{}}
 }
 
 func (k *boundedSink) Notify(n *Notification) bool {
@@ -44,6 +45,7 @@ func (k *boundedSink) drain() {
 	k.mu.Lock()
 	for _, n := range k.queued {
 		k.got[n.Sid] = append(k.got[n.Sid], n.Seq)
+		k.prevs[n.Sid] = append(k.prevs[n.Sid], n.Prev)
 	}
 	k.queued = k.queued[:0]
 	k.mu.Unlock()
@@ -114,6 +116,10 @@ func TestLaggingSinkCatchesUpWithoutLoss(t *testing.T) {
 		}
 		if k.lost[sid] {
 			t.Errorf("%s lost its route", sid)
+		}
+		// Across catch-ups too, each notification names the one before.
+		if want := append([]int64{0}, k.got[sid]...)[:len(k.got[sid])]; fmt.Sprint(k.prevs[sid]) != fmt.Sprint(want) {
+			t.Errorf("%s: prevs %v, want %v", sid, k.prevs[sid], want)
 		}
 	}
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // BenchmarkRouteMemory reports what a live route costs the hub in heap
-// bytes: the route, its sid, its place in the routes map
+// bytes: the route, its sid and uid, its place in the routes map
 // and in the expiry buckets (goal: ≤ 200 bytes).
 //
 //	go test ./delivery -run '^$' -bench RouteMemory
@@ -26,7 +26,7 @@ func BenchmarkRouteMemory(b *testing.B) {
 		runtime.ReadMemStats(&before)
 		for i := range n {
 			s := subscriptions.Subscription{Ts: now + int64(i), Uid: "u" + strconv.Itoa(i), Cell: cell}
-			r := &route{sink: k, sid: s.Sid(), ts: s.Ts, from: s.Ts, tmax: s.Ts + int64(time.Hour)}
+			r := &route{sink: k, sid: s.Sid(), uid: s.Uid, ts: s.Ts, from: s.Ts, tmax: s.Ts + int64(time.Hour)}
 			h.attach(r, nil)
 			h.open(r)
 		}

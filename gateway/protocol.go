@@ -327,6 +327,7 @@ func (l *Locator) EncodePublication(p *subscriptions.Publication) []byte {
 const (
 	notePrefix = `{"op":"notification","sid":"`
 	noteMiddle = `","seq":`
+	notePrev   = `,"prev":`
 	noteKey    = `,"publication":`
 	noteSuffix = `}`
 )
@@ -342,8 +343,21 @@ func appendNotification(b []byte, sid string, seq int64, body []byte) []byte {
 	return append(b, noteSuffix...)
 }
 
+// notificationFrame renders a notification for NATS, which may drop
+// messages: it carries prev, the seq of the notification sent before it,
+// so a subscriber can see a gap and resume from it. (A WebSocket delivers
+// in order or drops the connection, which is gap enough.)
 func notificationFrame(n *delivery.Notification) []byte {
-	return appendNotification(make([]byte, 0, len(n.Body)+len(n.Sid)+64), n.Sid, n.Seq, n.Body)
+	b := make([]byte, 0, len(n.Body)+len(n.Sid)+96)
+	b = append(b, notePrefix...)
+	b = append(b, n.Sid...)
+	b = append(b, noteMiddle...)
+	b = strconv.AppendInt(b, n.Seq, 10)
+	b = append(b, notePrev...)
+	b = strconv.AppendInt(b, n.Prev, 10)
+	b = append(b, noteKey...)
+	b = append(b, n.Body...)
+	return append(b, noteSuffix...)
 }
 
 type subscribedReply struct {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/seed84792017/cellcast/delivery"
 	"github.com/seed84792017/cellcast/dewey"
 )
 
@@ -75,5 +76,23 @@ func TestPubCacheRendersOnceAndEvictsOldest(t *testing.T) {
 	}
 	if got := string(joinJSON(nil)); got != `[]` {
 		t.Fatalf("joinJSON(nil) = %s", got)
+	}
+}
+
+// A NATS notification names the one before it, so a gap shows.
+func TestNATSNotificationCarriesPrev(t *testing.T) {
+	b := notificationFrame(&delivery.Notification{Sid: "s-1", Seq: 42, Prev: 17, Body: []byte(`{"pid":"p"}`)})
+	var m struct {
+		Op          string          `json:"op"`
+		Sid         string          `json:"sid"`
+		Seq         int64           `json:"seq"`
+		Prev        int64           `json:"prev"`
+		Publication json.RawMessage `json:"publication"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	if m.Op != "notification" || m.Sid != "s-1" || m.Seq != 42 || m.Prev != 17 || string(m.Publication) != `{"pid":"p"}` {
+		t.Fatalf("%s", b)
 	}
 }

@@ -8,9 +8,10 @@
 // and every expected past result and notification must have arrived
 // exactly once, with nothing unexpected.
 //
-// With DropEvery, a random subscriber connection is cut that often (after
-// its requests in flight are answered) and redialled, and each of its
-// subscriptions resumed from the last sequence number it saw: completeness
+// Connections are Go clients (client/), which reconnect and resume each
+// subscription from the last sequence number received whenever the broker
+// closes them. With DropEvery, a random subscriber connection is also cut
+// that often (after its requests in flight are answered): completeness
 // must still hold.
 //
 // cmd/loadgen is the command line; the package is separate so tests run it

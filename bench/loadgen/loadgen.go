@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/seed84792017/cellcast/bench/workload"
+	"github.com/seed84792017/cellcast/client"
 )
 
 // Config shapes a run.
@@ -72,20 +73,12 @@ func (c *Config) withDefaults() error {
 	return nil
 }
 
-// reply is what the broker answers; only what the run needs.
-type reply struct {
-	ID        string `json:"id"`
-	Op        string `json:"op"`
-	Sid       string `json:"sid"`
-	Pid       string `json:"pid"`
-	ExpiresAt string `json:"expires_at"`
-	Code      string `json:"code"`
-	Message   string `json:"message"`
-	Results   []struct {
-		Pid string `json:"pid"`
-	} `json:"results"`
-	// More: further pages of the results follow (docs/protocol.md).
-	More bool `json:"more"`
+// natsReply is what the broker answers a publish over NATS.
+type natsReply struct {
+	Op      string `json:"op"`
+	Pid     string `json:"pid"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }
 
 // task is an operation on its way, or a cut for a subscriber connection.
@@ -140,9 +133,6 @@ type run struct {
 	lateResumes           atomic.Int64
 	replyLat              *histo
 	pubDone               *sync.WaitGroup // publishers done with their tasks
-	exited                sync.WaitGroup  // serve loops returned
-	quit                  chan struct{}   // closed once the run settled
-	reconnecting          atomic.Int32    // connections the broker closed, not yet resumed
 }
 
 // Run runs cfg's operations against the broker and reports.
@@ -150,7 +140,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.withDefaults(); err != nil {
 		return nil, err
 	}
-	r := &run{cfg: cfg, errs: map[string]int{}, cuts: map[string]int{}, replyLat: newHisto(), quit: make(chan struct{})}
+	r := &run{cfg: cfg, errs: map[string]int{}, cuts: map[string]int{}, replyLat: newHisto()}
 	r.subs = make([]subRec, len(cfg.Ops))
 	r.pubs = make([]pubRec, len(cfg.Ops))
 	conns := make([]*wsConn, cfg.Conns)
@@ -172,7 +162,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	var wg sync.WaitGroup
 	for _, c := range conns {
 		wg.Add(1)
-		r.exited.Add(1)
 		go c.serve(ctx, wg.Done)
 	}
 	stopProgress := r.progress()
@@ -221,22 +210,31 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	r.waitPublishers()
 	// Notifications still on their way: until Settle passes without one
 	// and with every connection up.
+	up := func() bool {
+		for _, c := range conns {
+			if !c.c.Connected() {
+				return false
+			}
+		}
+		return true
+	}
 	for last := r.notes.Load(); ; {
 		time.Sleep(r.cfg.Settle)
 		n := r.notes.Load()
-		if n == last && r.reconnecting.Load() == 0 {
+		if n == last && up() {
 			break
 		}
 		last = n
 	}
 	elapsed := time.Since(r.start)
-	close(r.quit)
-	r.exited.Wait()
 	stopProgress()
 	var notes []note
 	for _, c := range conns {
-		c.stop()
+		c.c.Close() // waits for its reader: the notes are whole
 		notes = append(notes, c.notes...)
+		st := c.c.Stats()
+		r.resumes.Add(st.Resumes)
+		r.lateResumes.Add(st.Lost)
 	}
 	return r.report(elapsed, notes)
 }
@@ -263,44 +261,44 @@ func (r *run) fail(kind, example string) {
 }
 
 // subscribed files a SUBSCRIBE's reply.
-func (r *run) subscribed(t task, rep *reply) {
+func (r *run) subscribed(t task, sub *client.Subscription, err error) {
 	r.answered.Add(1)
 	r.replyLat.record(time.Now().UnixNano() - t.due)
-	if rep.Op != "subscribed" {
-		r.fail("subscribe: "+rep.Code, rep.Message)
+	if err != nil {
+		code, msg := errKind(err)
+		r.fail("subscribe: "+code, msg)
 		return
 	}
 	s := &r.subs[t.index]
-	s.op, s.sid, s.ts, s.tmax, s.ok = t.op, rep.Sid, stamp(rep.Sid), parseTime(rep.ExpiresAt), true
-	for _, p := range rep.Results {
-		s.results = append(s.results, stamp(p.Pid))
+	s.op, s.sid, s.ts, s.tmax, s.ok = t.op, sub.Sid, sub.Ts.UnixNano(), sub.ExpiresAt.UnixNano(), true
+	for _, p := range sub.Past {
+		s.results = append(s.results, p.Tp.UnixNano())
 	}
 }
 
 // published files a PUBLISH's reply.
-func (r *run) published(t task, rep *reply) {
-	r.answered.Add(1)
-	r.replyLat.record(time.Now().UnixNano() - t.due)
-	if rep.Op != "published" {
-		r.fail("publish: "+rep.Code, rep.Message)
+func (r *run) published(t task, p *client.Published, err error) {
+	if err != nil {
+		code, msg := errKind(err)
+		r.answered.Add(1)
+		r.replyLat.record(time.Now().UnixNano() - t.due)
+		r.fail("publish: "+code, msg)
 		return
 	}
-	r.pubs[t.index] = pubRec{op: t.op, tp: stamp(rep.Pid), due: t.due, ok: true}
+	r.publishedAt(t, p.Tp.UnixNano())
 }
 
-// request renders op as the broker's JSON request.
-func request(op *workload.Op, id string) []byte {
-	m := map[string]any{"uid": op.Uid, "cell": op.Cell.String()}
-	if id != "" {
-		m["id"] = id
-	}
+func (r *run) publishedAt(t task, tp int64) {
+	r.answered.Add(1)
+	r.replyLat.record(time.Now().UnixNano() - t.due)
+	r.pubs[t.index] = pubRec{op: t.op, tp: tp, due: t.due, ok: true}
+}
+
+// natsRequest renders a publish as the broker's JSON request.
+func natsRequest(op *workload.Op) []byte {
+	m := map[string]any{"uid": op.Uid, "cell": op.Cell.String(), "expires": op.Expires.String(), "desc": op.Desc}
 	if op.SelfJoin {
 		m["self_join"] = true
-	}
-	if op.Kind == workload.Subscribe {
-		m["op"], m["past"], m["future"] = "subscribe", op.Past.String(), op.Future.String()
-	} else {
-		m["op"], m["expires"], m["desc"] = "publish", op.Expires.String(), op.Desc
 	}
 	b, _ := json.Marshal(m)
 	return b
@@ -322,7 +320,6 @@ func (r *run) publishers() (chan task, func(), error) {
 			conns[i] = c
 			c.tasks = ch // they share the publications
 			r.pubDone.Add(1)
-			r.exited.Add(1)
 			go c.serve(context.Background(), r.pubDone.Done)
 		}
 		return ch, func() { closeAll(conns) }, nil
@@ -347,15 +344,19 @@ func (r *run) publishers() (chan task, func(), error) {
 				for t := range ch {
 					t.sent()
 					r.sent.Add(1)
-					m, err := nc.Request("cellcast.publish", request(t.op, ""), 10*time.Second)
-					rep := &reply{}
+					m, err := nc.Request("cellcast.publish", natsRequest(t.op), 10*time.Second)
+					rep := &natsReply{}
 					if err == nil {
 						err = json.Unmarshal(m.Data, rep)
 					}
-					if err != nil {
-						rep = &reply{Op: "error", Code: "transport", Message: err.Error()}
+					switch {
+					case err != nil:
+						r.published(t, nil, err)
+					case rep.Op != "published":
+						r.published(t, nil, &client.Error{Code: rep.Code, Message: rep.Message})
+					default:
+						r.publishedAt(t, stamp(rep.Pid))
 					}
-					r.published(t, rep)
 				}
 			}()
 		}
@@ -415,12 +416,4 @@ func stamp(id string) int64 {
 	}
 	t, _ := strconv.ParseInt(id, 36, 64)
 	return t
-}
-
-func parseTime(s string) int64 {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return 0
-	}
-	return t.UnixNano()
 }

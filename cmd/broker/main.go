@@ -15,6 +15,7 @@ import (
 
 	"github.com/seed84792017/cellcast/broker"
 	"github.com/seed84792017/cellcast/catalog"
+	"github.com/seed84792017/cellcast/internal/flagenv"
 	"github.com/seed84792017/cellcast/listdb"
 )
 
@@ -25,48 +26,11 @@ func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
-// envName is the environment variable of a flag: --nats-url → CELLCAST_NATS_URL.
-func envName(flagName string) string {
-	return "CELLCAST_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
-}
-
-// parse reads flags, taking each one not given on the command line from
-// its environment variable.
-func parse(fs *flag.FlagSet, args []string) error {
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: %s [flags]\n       %s token --uid UID [--ttl 24h] [--auth-issuer ISS] [--auth-audience AUD] --auth-hmac-secret-file FILE\n\nEvery flag can also be set by the environment variable shown.\n\n", fs.Name(), fs.Name())
-		fs.VisitAll(func(f *flag.Flag) {
-			name, usage := flag.UnquoteUsage(f)
-			fmt.Fprintf(fs.Output(), "  --%s %s   (%s)\n    \t%s", f.Name, name, envName(f.Name), strings.ReplaceAll(usage, "\n", "\n    \t"))
-			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
-				fmt.Fprintf(fs.Output(), " (default %s)", f.DefValue)
-			}
-			fmt.Fprintln(fs.Output())
-		})
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		if v, ok := os.LookupEnv(envName(f.Name)); ok && !set[f.Name] && err == nil {
-			if e := f.Value.Set(v); e != nil {
-				err = fmt.Errorf("%s=%q: %w", envName(f.Name), v, e)
-			}
-		}
-	})
-	return err
-}
-
 // parseOrExit parses, and when the command should stop there returns its
 // exit code: 0 after --help, 2 for a bad flag or variable.
 func parseOrExit(fs *flag.FlagSet, args []string) (code int, ok bool) {
-	err := parse(fs, args)
+	usage := fmt.Sprintf("Usage: %s [flags]\n       %s token --uid UID [--ttl 24h] [--auth-issuer ISS] [--auth-audience AUD] --auth-hmac-secret-file FILE\n       (also: cellcast token)\n", fs.Name(), fs.Name())
+	err := flagenv.Parse(fs, args, os.LookupEnv, usage)
 	switch {
 	case err == nil:
 		return 0, true

@@ -30,12 +30,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -65,6 +67,7 @@ var (
 	keep       = flag.Bool("keep", false, "keep the broker's data directory and log")
 	seed       = flag.Int64("seed", 1, "workload seed")
 	profile    = flag.String("profile", "", "write a CPU profile of the broker's live phase here")
+	selfProf   = flag.String("client-profile", "", "write a CPU profile of this process's (the clients') whole run here")
 	brokerEnv  = flag.String("broker-env", "", "space-separated VAR=value settings for the broker only, e.g. \"GOGC=400 GOMEMLIMIT=200MiB\"")
 )
 
@@ -216,6 +219,10 @@ func dial(addr string) (*client, error) {
 }
 
 var notePrefix = []byte(`{"op":"notification","sid":"`)
+
+// endedPrefix starts the frame that says a subscription ended: the
+// oracle knows the windows already.
+var endedPrefix = []byte(`{"op":"ended",`)
 var pidKey = []byte(`"pid":"`)
 
 func (c *client) read() {
@@ -244,6 +251,9 @@ func (c *client) read() {
 			c.lat = append(c.lat, int32(min((now-tp)/1000, math.MaxInt32)))
 			c.notes.Add(1)
 			c.lastNote.Store(now)
+			continue
+		}
+		if bytes.HasPrefix(data, endedPrefix) {
 			continue
 		}
 		r2, err := parseReply(data)
@@ -507,6 +517,17 @@ func dialAll(addr string, n int) ([]*client, error) {
 }
 
 func run() error {
+	if *selfProf != "" {
+		f, err := os.Create(*selfProf)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	w, err := newWorkload()
 	if err != nil {
 		return err
@@ -658,6 +679,10 @@ func run() error {
 	fmt.Printf("| %d | %d | %.0f | %.0f | %.0f | %.0f | %.1f | %.1f | %.1f | ≤%g, ≤%g | %s | %s | %.0f | %d | %.0f, %.0f, %.0f |\n",
 		*nSubs, *subConns, *rate, float64(livePubs)/duration.Seconds(), float64(len(wantLive))/float64(max(1, len(bk.pubs)-*warm)),
 		float64(len(got))/secs, pct(0.5), pct(0.99), pct(1), sp50*1000, sp99*1000, live, pastCmp, subRate, moves, rssSubs, rssEnd, rssPeak)
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		fmt.Printf("clients' CPU: %.1f s user, %.1f s system\n", time.Duration(ru.Utime.Nano()).Seconds(), time.Duration(ru.Stime.Nano()).Seconds())
+	}
 	if len(bk.errors) > 0 {
 		fmt.Println("errors:", bk.errors)
 	}

@@ -1,0 +1,352 @@
+package client
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// Notifications are most of what a subscriber reads, so they are decoded
+// by hand: encoding/json would cost a client more CPU than the broker
+// spends rendering them. Anything the fast path does not expect (escapes,
+// whitespace, fields in another order) takes encoding/json instead, so
+// the fast path only has to be right on what it accepts.
+
+var (
+	notePrefix = []byte(`{"op":"notification","sid":"`)
+	noteSeq    = []byte(`","seq":`)
+	notePrev   = []byte(`,"prev":`)
+	notePub    = []byte(`,"publication":`)
+)
+
+// isNotification reports whether a frame is a notification.
+func isNotification(b []byte) bool {
+	if bytes.HasPrefix(b, notePrefix) {
+		return true
+	}
+	// The slow path: another rendering of the same object.
+	if !bytes.Contains(b, []byte(`"notification"`)) {
+		return false
+	}
+	var probe struct {
+		Op string `json:"op"`
+	}
+	return json.Unmarshal(b, &probe) == nil && probe.Op == "notification"
+}
+
+// splitNotification returns a notification frame's sid, seq, prev (-1
+// when the frame has none: a WebSocket's) and publication object.
+func splitNotification(b []byte) (sid []byte, seq, prev int64, pub []byte, err error) {
+	if rest, ok := bytes.CutPrefix(b, notePrefix); ok {
+		i := bytes.IndexByte(rest, '"')
+		if i > 0 && bytes.HasPrefix(rest[i:], noteSeq) {
+			sid, rest = rest[:i], rest[i+len(noteSeq):]
+			seq, rest, ok = number(rest)
+			prev = -1
+			if after, found := bytes.CutPrefix(rest, notePrev); ok && found {
+				prev, rest, ok = number(after)
+			}
+			if ok && bytes.HasPrefix(rest, notePub) && bytes.HasSuffix(rest, []byte("}")) {
+				return sid, seq, prev, rest[len(notePub) : len(rest)-1], nil
+			}
+		}
+	}
+	var w struct {
+		Sid         string          `json:"sid"`
+		Seq         int64           `json:"seq"`
+		Prev        *int64          `json:"prev"`
+		Publication json.RawMessage `json:"publication"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil || w.Sid == "" || len(w.Publication) == 0 {
+		return nil, 0, 0, nil, fmt.Errorf("%w: notification %.100q", ErrProtocol, b)
+	}
+	prev = -1
+	if w.Prev != nil {
+		if prev = *w.Prev; prev < 0 {
+			return nil, 0, 0, nil, fmt.Errorf("%w: prev %d", ErrProtocol, prev)
+		}
+	}
+	return []byte(w.Sid), w.Seq, prev, w.Publication, nil
+}
+
+// number reads the digits at the start of b.
+func number(b []byte) (int64, []byte, bool) {
+	j := 0
+	for j < len(b) && j < 19 && b[j] >= '0' && b[j] <= '9' {
+		j++
+	}
+	n, err := strconv.ParseInt(string(b[:j]), 10, 64)
+	return n, b[j:], err == nil
+}
+
+// decodePublication decodes a publication object.
+func decodePublication(b []byte, p *Publication) error {
+	if decodePublicationFast(b, p) {
+		return nil
+	}
+	return decodePublicationSlow(b, p)
+}
+
+// decodePublicationFast reads a flat object of string fields and a flat
+// attrs object of strings, with no whitespace and no escapes; false means
+// "not that shape", not "invalid".
+func decodePublicationFast(b []byte, p *Publication) bool {
+	s := scanner{b: b}
+	var whole string
+	return s.publication(p, &whole) && s.end()
+}
+
+// publication reads one publication object at the scanner (see
+// decodePublicationFast). Its strings are slices of *whole, a copy of
+// s.b made on first use: one allocation for every string of every
+// publication read from the same buffer.
+func (s *scanner) publication(p *Publication, whole *string) bool {
+	*p = Publication{}
+	str := func() (string, bool) {
+		i, j, ok := s.str()
+		if !ok {
+			return "", false
+		}
+		if *whole == "" {
+			*whole = string(s.b)
+		}
+		return (*whole)[i:j], true
+	}
+	if !s.take('{') {
+		return false
+	}
+	if s.take('}') {
+		return true
+	}
+	for {
+		i, j, ok := s.str()
+		if !ok || !s.take(':') {
+			return false
+		}
+		key := s.b[i:j]
+		if string(key) == "attrs" {
+			if p.Attrs != nil { // encoding/json would merge the two
+				return false
+			}
+			if p.Attrs, ok = s.strMap(str); !ok {
+				return false
+			}
+		} else {
+			v, ok := str()
+			if !ok {
+				return false
+			}
+			switch string(key) {
+			case "pid":
+				p.Pid = v
+			case "uid":
+				p.Uid = v
+			case "cell":
+				p.Cell = v
+			case "topic":
+				p.Topic = v
+			case "desc":
+				p.Desc = v
+			case "tp":
+				if p.Tp, ok = parseTimeString(v); !ok {
+					return false
+				}
+			case "expires_at":
+				if p.ExpiresAt, ok = parseTimeString(v); !ok {
+					return false
+				}
+			default:
+				return false
+			}
+		}
+		if s.take('}') {
+			return true
+		}
+		if !s.take(',') {
+			return false
+		}
+	}
+}
+
+// publications reads an array of publication objects at the scanner.
+func (s *scanner) publications() ([]Publication, bool) {
+	if !s.take('[') {
+		return nil, false
+	}
+	if s.take(']') {
+		return nil, true
+	}
+	var whole string
+	var out []Publication
+	for {
+		out = append(out, Publication{})
+		if !s.publication(&out[len(out)-1], &whole) {
+			return nil, false
+		}
+		if s.take(']') {
+			return out, true
+		}
+		if !s.take(',') {
+			return nil, false
+		}
+	}
+}
+
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) take(c byte) bool {
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+func (s *scanner) end() bool { return s.i == len(s.b) }
+
+// str reads a string with no escapes, no control characters and valid
+// UTF-8 (encoding/json would replace invalid bytes), and returns where
+// its contents lie in b.
+func (s *scanner) str() (int, int, bool) {
+	if !s.take('"') {
+		return 0, 0, false
+	}
+	start, ascii := s.i, true
+	// Eight bytes at a time while none is a quote, a backslash, a
+	// control character or non-ASCII; the loop below looks at the rest.
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for s.i+8 <= len(s.b) {
+		x := binary.LittleEndian.Uint64(s.b[s.i:])
+		q, bs := x^(ones*'"'), x^(ones*'\\')
+		if ((q-ones)&^q|(bs-ones)&^bs|(x-ones*0x20)&^x|x)&highs != 0 {
+			break
+		}
+		s.i += 8
+	}
+	for s.i < len(s.b) {
+		switch c := s.b[s.i]; {
+		case c == '"':
+			s.i++
+			return start, s.i - 1, ascii || utf8.Valid(s.b[start:s.i-1])
+		case c == '\\' || c < 0x20:
+			return 0, 0, false
+		case c >= 0x80:
+			ascii = false
+		}
+		s.i++
+	}
+	return 0, 0, false
+}
+
+// strMap reads a flat object of strings, each read by str.
+func (s *scanner) strMap(str func() (string, bool)) (map[string]string, bool) {
+	if !s.take('{') {
+		return nil, false
+	}
+	m := map[string]string{}
+	if s.take('}') {
+		return m, true
+	}
+	for {
+		k, ok := str()
+		if !ok || !s.take(':') {
+			return nil, false
+		}
+		v, ok := str()
+		if !ok {
+			return nil, false
+		}
+		m[k] = v
+		if s.take('}') {
+			return m, true
+		}
+		if !s.take(',') {
+			return nil, false
+		}
+	}
+}
+
+// parseTimeString reads the broker's stamps, RFC 3339 in UTC with up to
+// nine fractional digits ("2026-11-21T10:32:12.1Z"), without time.Parse's
+// generality; other forms take time.Parse.
+func parseTimeString(b string) (time.Time, bool) {
+	num := func(i, n int) (int, bool) {
+		v := 0
+		for k := i; k < i+n; k++ {
+			c := b[k]
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v, true
+	}
+	if len(b) >= 20 && b[4] == '-' && b[7] == '-' && b[10] == 'T' && b[13] == ':' && b[16] == ':' && b[len(b)-1] == 'Z' {
+		y, ok1 := num(0, 4)
+		mo, ok2 := num(5, 2)
+		d, ok3 := num(8, 2)
+		h, ok4 := num(11, 2)
+		mi, ok5 := num(14, 2)
+		sec, ok6 := num(17, 2)
+		frac := b[19 : len(b)-1]
+		ns, ok7 := 0, true
+		switch {
+		case len(frac) == 0:
+		case frac[0] == '.' && len(frac) >= 2 && len(frac) <= 10:
+			ns, ok7 = num(20, len(frac)-1)
+			for range 10 - len(frac) {
+				ns *= 10
+			}
+		default:
+			ok7 = false
+		}
+		if ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 && mo >= 1 && mo <= 12 && d >= 1 && d <= daysIn(y, mo) && h < 24 && mi < 60 && sec < 60 {
+			unix := daysSinceEpoch(y, mo, d)*86400 + int64(h*3600+mi*60+sec)
+			return time.Unix(unix, int64(ns)).UTC(), true
+		}
+	}
+	t, err := time.Parse(time.RFC3339Nano, b)
+	return t, err == nil
+}
+
+// daysIn is the length of month m of year y.
+func daysIn(y, m int) int {
+	if m == 2 && y%4 == 0 && (y%100 != 0 || y%400 == 0) {
+		return 29
+	}
+	return int("\x1f\x1c\x1f\x1e\x1f\x1e\x1f\x1f\x1e\x1f\x1e\x1f"[m-1])
+}
+
+// daysSinceEpoch counts days from 1970-01-01 to y-m-d in the proleptic
+// Gregorian calendar (H. Hinnant's days_from_civil), for y ≥ 0.
+func daysSinceEpoch(y, m, d int) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 {
+		era = (y - 399) / 400
+	}
+	yoe := y - era*400
+	doy := (153*((m+9)%12)+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return int64(era)*146097 + int64(doe) - 719468
+}
+
+func parseTime(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, ok := parseTimeString(s)
+	if !ok {
+		return t, fmt.Errorf("%w: time %q", ErrProtocol, s)
+	}
+	return t, nil
+}

@@ -1,0 +1,33 @@
+// Package client is the Go client of a Cellcast broker, over WebSocket
+// (Dial) or NATS (DialNATS) (docs/protocol.md).
+//
+// A Client pipelines requests on one connection: Subscribe, Publish,
+// Unsubscribe and Query each wait for their own reply (or the context's
+// end) while others are in flight. Paged replies are joined before they
+// return. Error replies are *Error values whose Code is the protocol's;
+// errors.Is matches them against ErrOverloaded and the other sentinels.
+//
+// A Subscription's notifications arrive on its channel C, or through a
+// handler, in order and each once, until the broker says the
+// subscription ended (Err says why). The client keeps the last sequence
+// number it received of every live subscription. When the connection
+// drops (a network cut, a broker restart), the client connects again
+// with backoff and resumes each subscription from that number, so the
+// broker replays exactly what was missed; notifications at or below it
+// are dropped, so nothing arrives twice. Over NATS, which may drop single
+// messages, each notification names the one sent before it (prev), and a
+// gap is repaired the same way. Requests in flight when the connection
+// drops fail with ErrConnectionLost: a publish or subscribe may or may
+// not have been stored.
+//
+// Frames are decoded by hand where the broker's rendering allows
+// (decode.go), with encoding/json as the fallback; fuzz targets hold the
+// two to the same results.
+//
+// The package imports nothing of the broker: the protocol is its only
+// contract with it.
+//
+// Locks: Client.mu (the connection, pending calls, subscriptions) before
+// Subscription.mu (its queue). wsConn.wmu (writes) and natsConn.mu (its
+// subscriptions) are taken alone.
+package client

@@ -1,0 +1,122 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Subscribe stores a subscription and returns it with its past results.
+// Its notifications follow on C or through r.Handler until its window
+// ends. If ctx ends before the reply, a subscription the broker made
+// anyway is cancelled.
+func (c *Client) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription, error) {
+	req := &wireRequest{Op: "subscribe", UID: r.UID, Past: duration(r.Past), Future: duration(r.Future), SelfJoin: r.SelfJoin}
+	req.locate(r.Location)
+	if r.Filter != nil {
+		req.Filter = &wireFilter{Keyword: r.Filter.Keyword, Attrs: r.Filter.Attrs}
+	}
+	return request(ctx, c, req, func(rep *wireReply) (*Subscription, error) {
+		if rep.Op != "subscribed" {
+			return nil, fmt.Errorf("%w: %q to a subscribe", ErrProtocol, rep.Op)
+		}
+		s := newSubscription(c, &r, req.UID)
+		s.Sid, s.Cell, s.Live = rep.Sid, rep.Cell, rep.Live
+		var err error
+		if s.Ts, err = parseTime(rep.Ts); err != nil {
+			return nil, err
+		}
+		if s.ExpiresAt, err = parseTime(rep.ExpiresAt); err != nil {
+			return nil, err
+		}
+		s.Past = rep.pubs
+		// Registered here, on the reader, before the frames after the
+		// reply (its first notifications) are read.
+		if s.Live {
+			c.mu.Lock()
+			c.subs[s.Sid] = s
+			s.held = true
+			c.mu.Unlock()
+		} else {
+			s.finish(ErrWindowOver, false)
+		}
+		s.start()
+		return s, nil
+	}, func(s *Subscription) {
+		if s.Live {
+			go c.unsubscribe(context.Background(), s.Sid, s.uid)
+		}
+	})
+}
+
+// Unsubscribe cancels a subscription; it ends with ErrCancelled.
+// Notifications still on their way are dropped.
+func (c *Client) Unsubscribe(ctx context.Context, sid string) error {
+	c.mu.Lock()
+	s := c.subs[sid]
+	c.mu.Unlock()
+	uid := ""
+	if s != nil {
+		uid = s.uid
+	}
+	return c.unsubscribe(ctx, sid, uid)
+}
+
+func (c *Client) unsubscribe(ctx context.Context, sid, uid string) error {
+	c.mu.Lock()
+	s := c.subs[sid]
+	c.mu.Unlock()
+	_, err := request(ctx, c, &wireRequest{Op: "unsubscribe", UID: uid, Sid: sid}, func(rep *wireReply) (struct{}, error) {
+		if rep.Op != "unsubscribed" {
+			return struct{}{}, fmt.Errorf("%w: %q to an unsubscribe", ErrProtocol, rep.Op)
+		}
+		return struct{}{}, nil
+	}, nil)
+	if s != nil && (err == nil || errors.Is(err, ErrNotFound)) {
+		c.end(s, ErrCancelled)
+	}
+	return err
+}
+
+// Unsubscribe cancels the subscription.
+func (s *Subscription) Unsubscribe(ctx context.Context) error {
+	return s.c.unsubscribe(ctx, s.Sid, s.uid)
+}
+
+// Publish stores a publication and notifies the live subscriptions it
+// matches.
+func (c *Client) Publish(ctx context.Context, r PublishRequest) (*Published, error) {
+	req := &wireRequest{Op: "publish", UID: r.UID, Expires: duration(r.Expires), Desc: r.Desc, Attrs: r.Attrs, SelfJoin: r.SelfJoin}
+	req.locate(r.Location)
+	return request(ctx, c, req, func(rep *wireReply) (*Published, error) {
+		if rep.Op != "published" {
+			return nil, fmt.Errorf("%w: %q to a publish", ErrProtocol, rep.Op)
+		}
+		p := &Published{Pid: rep.Pid, Cell: rep.Cell, Matched: rep.Matched}
+		var err error
+		if p.Tp, err = parseTime(rep.Tp); err != nil {
+			return nil, err
+		}
+		if p.ExpiresAt, err = parseTime(rep.ExpiresAt); err != nil {
+			return nil, err
+		}
+		p.Recent = rep.pubs
+		return p, nil
+	}, nil)
+}
+
+// Query returns the latest live publications by an attribute.
+func (c *Client) Query(ctx context.Context, r QueryRequest) (*Results, error) {
+	req := &wireRequest{Op: "query", Attr: r.Attr, K: r.K}
+	if r.From != "" || r.To != "" {
+		req.From, req.To = &r.From, &r.To
+	} else {
+		req.Eq = &r.Eq
+	}
+	return request(ctx, c, req, func(rep *wireReply) (*Results, error) {
+		if rep.Op != "results" {
+			return nil, fmt.Errorf("%w: %q to a query", ErrProtocol, rep.Op)
+		}
+		return &Results{Attr: rep.Attr, Count: rep.Count, Publications: rep.pubs}, nil
+	}, nil)
+}

@@ -1,0 +1,185 @@
+package client
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// wireRequest is a request as sent; empty fields are left out.
+type wireRequest struct {
+	ID       string            `json:"id"`
+	Op       string            `json:"op"`
+	UID      string            `json:"uid,omitempty"`
+	Cell     string            `json:"cell,omitempty"`
+	Lat      *float64          `json:"lat,omitempty"`
+	Lng      *float64          `json:"lng,omitempty"`
+	RadiusM  *float64          `json:"radius_m,omitempty"`
+	Topic    string            `json:"topic,omitempty"`
+	Past     string            `json:"past,omitempty"`
+	Future   string            `json:"future,omitempty"`
+	Expires  string            `json:"expires,omitempty"`
+	SelfJoin bool              `json:"self_join,omitempty"`
+	Filter   *wireFilter       `json:"filter,omitempty"`
+	Desc     string            `json:"desc,omitempty"`
+	Attrs    map[string]string `json:"attrs,omitempty"`
+	Sid      string            `json:"sid,omitempty"`
+	After    *int64            `json:"after,omitempty"`
+	Attr     string            `json:"attr,omitempty"`
+	Eq       *string           `json:"eq,omitempty"`
+	From     *string           `json:"from,omitempty"`
+	To       *string           `json:"to,omitempty"`
+	K        int               `json:"k,omitempty"`
+	Cursor   string            `json:"cursor,omitempty"`
+}
+
+type wireFilter struct {
+	Keyword string            `json:"keyword,omitempty"`
+	Attrs   map[string]string `json:"attrs,omitempty"`
+}
+
+func (r *wireRequest) locate(l Location) {
+	r.Cell, r.Lat, r.Lng, r.RadiusM, r.Topic = l.cell, l.lat, l.lng, l.radiusM, l.topic
+}
+
+func duration(d time.Duration) string {
+	if d <= 0 {
+		return ""
+	}
+	return d.String()
+}
+
+// wireReply is any frame but a notification.
+type wireReply struct {
+	ID           string            `json:"id"`
+	Op           string            `json:"op"`
+	Code         string            `json:"code"`
+	Message      string            `json:"message"`
+	RetryAfterMs int64             `json:"retry_after_ms"`
+	Sid          string            `json:"sid"`
+	Pid          string            `json:"pid"`
+	Cell         string            `json:"cell"`
+	Ts           string            `json:"ts"`
+	Tp           string            `json:"tp"`
+	ExpiresAt    string            `json:"expires_at"`
+	Live         bool              `json:"live"`
+	Matched      int               `json:"matched"`
+	Replayed     int               `json:"replayed"`
+	Attr         string            `json:"attr"`
+	Count        int               `json:"count"`
+	More         bool              `json:"more"`
+	Next         string            `json:"next"`
+	Reason       string            `json:"reason"`
+	Last         int64             `json:"last"`
+	Results      []json.RawMessage `json:"results"`
+	Recent       []json.RawMessage `json:"recent"`
+	// pubs is the reply's list (results, or a publish's recent) decoded,
+	// every page's joined.
+	pubs []Publication
+}
+
+// Lists come last in the broker's replies, spliced after the other
+// fields (gateway/paging.go).
+var (
+	resultsKey = []byte(`,"results":[`)
+	recentKey  = []byte(`,"recent":[`)
+)
+
+// decodeReply reads a reply and decodes its list; err set with a reply
+// means its list could not be read. Replies with long lists (past
+// results, query results) are a subscriber's other bulk after
+// notifications, so the list is read by hand when it is where the broker
+// puts it: encoding/json would scan every publication twice.
+func decodeReply(data []byte) (rep *wireReply, err error) {
+	if rep, ok := decodeReplyFast(data); ok {
+		return rep, nil
+	}
+	rep = &wireReply{}
+	if err := json.Unmarshal(data, rep); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrProtocol, err)
+	}
+	list := rep.Results
+	if rep.Op == "published" {
+		list = rep.Recent
+	}
+	rep.pubs, err = publications(list)
+	rep.Results, rep.Recent = nil, nil
+	return rep, err
+}
+
+// decodeReplyFast reads a reply whose list comes last; false means "not
+// that shape".
+func decodeReplyFast(data []byte) (*wireReply, bool) {
+	for _, key := range [][]byte{resultsKey, recentKey} {
+		// A key's bytes cannot occur inside a JSON string (its quotes
+		// would be escaped), so the first match is the key itself.
+		i := bytes.Index(data, key)
+		if i < 0 {
+			continue
+		}
+		// The key's comma must follow a field: "{," is not JSON, "{}" is.
+		if h := bytes.TrimRight(data[:i], " \t\r\n"); len(h) == 0 || h[len(h)-1] == '{' {
+			return nil, false
+		}
+		rep := &wireReply{}
+		if json.Unmarshal(append(data[:i:i], '}'), rep) != nil || len(rep.Results)+len(rep.Recent) > 0 {
+			return nil, false
+		}
+		s := scanner{b: data, i: i + len(key) - 1}
+		pubs, ok := s.publications()
+		if !ok || !s.take('}') || !s.end() {
+			return nil, false
+		}
+		rep.pubs = pubs
+		return rep, true
+	}
+	return nil, false
+}
+
+func (r *wireReply) err() error {
+	if r.Op != "error" {
+		return nil
+	}
+	return &Error{Code: r.Code, Message: r.Message, RetryAfter: time.Duration(r.RetryAfterMs) * time.Millisecond}
+}
+
+// publications decodes a reply's results (or recent) list.
+func publications(raw []json.RawMessage) ([]Publication, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	out := make([]Publication, len(raw))
+	for i, b := range raw {
+		if err := decodePublication(b, &out[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// wirePublication is the slow path of decodePublication.
+type wirePublication struct {
+	Pid       string            `json:"pid"`
+	Uid       string            `json:"uid"`
+	Cell      string            `json:"cell"`
+	Topic     string            `json:"topic"`
+	Tp        string            `json:"tp"`
+	ExpiresAt string            `json:"expires_at"`
+	Desc      string            `json:"desc"`
+	Attrs     map[string]string `json:"attrs"`
+}
+
+func decodePublicationSlow(b []byte, p *Publication) error {
+	var w wirePublication
+	if err := json.Unmarshal(b, &w); err != nil {
+		return fmt.Errorf("%w: publication: %v", ErrProtocol, err)
+	}
+	tp, err1 := parseTime(w.Tp)
+	exp, err2 := parseTime(w.ExpiresAt)
+	if err1 != nil || err2 != nil {
+		return fmt.Errorf("%w: publication times %q, %q", ErrProtocol, w.Tp, w.ExpiresAt)
+	}
+	*p = Publication{Pid: w.Pid, Uid: w.Uid, Cell: w.Cell, Topic: w.Topic, Tp: tp, ExpiresAt: exp, Desc: w.Desc, Attrs: w.Attrs}
+	return nil
+}

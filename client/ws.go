@@ -1,0 +1,118 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// transport carries requests to the broker; its frames come back through
+// Client.frame, one at a time, and its loss through Client.lost.
+type transport interface {
+	// send writes one request frame of the op.
+	send(op string, b []byte) error
+	// close ends the transport in order.
+	close() error
+	// abort cuts it as a network failure would.
+	abort()
+}
+
+// wsConn is one WebSocket connection; the client dials a new one when it
+// drops.
+type wsConn struct {
+	ws      *websocket.Conn
+	timeout time.Duration
+	wmu     sync.Mutex // serializes writes
+}
+
+// Dial connects to a broker's WebSocket endpoint, such as
+// "ws://127.0.0.1:8080/ws". Only this first connection's failure is
+// returned; later drops reconnect in the background.
+func Dial(ctx context.Context, url string, opts Options) (*Client, error) {
+	opts.withDefaults()
+	c := newClient(url, opts)
+	c.redial = func(ctx context.Context) (transport, error) { return dialWS(ctx, c) }
+	cn, err := dialWS(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	c.start(cn)
+	return c, nil
+}
+
+// dialWS connects and starts the connection's reader.
+func dialWS(ctx context.Context, c *Client) (*wsConn, error) {
+	o := &c.opts
+	d := websocket.Dialer{ReadBufferSize: 64 << 10, WriteBufferSize: 16 << 10, HandshakeTimeout: 10 * time.Second}
+	ws, resp, err := d.DialContext(ctx, c.url, o.header())
+	if err != nil {
+		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+			return nil, &Error{Code: ErrUnauthorized.Code, Message: string(bytes.TrimSpace(body))}
+		}
+		return nil, fmt.Errorf("cellcast: dial %s: %w", c.url, err)
+	}
+	cn := &wsConn{ws: ws, timeout: o.WriteTimeout}
+	c.readers.Add(1)
+	go func() {
+		defer c.readers.Done()
+		c.lost(cn, cn.readLoop(func(b []byte) { c.frame(cn, b) }))
+	}()
+	return cn, nil
+}
+
+// send writes one frame. A failed write closes the connection, so the
+// reader sees the loss and the client reconnects.
+func (cn *wsConn) send(_ string, b []byte) error {
+	cn.wmu.Lock()
+	defer cn.wmu.Unlock()
+	cn.ws.SetWriteDeadline(time.Now().Add(cn.timeout))
+	err := cn.ws.WriteMessage(websocket.TextMessage, b)
+	if err != nil {
+		cn.ws.Close()
+	}
+	return err
+}
+
+func (cn *wsConn) close() error {
+	cn.wmu.Lock()
+	cn.ws.SetWriteDeadline(time.Now().Add(time.Second))
+	cn.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, "")) // best effort
+	cn.wmu.Unlock()
+	return cn.ws.Close()
+}
+
+func (cn *wsConn) abort() { cn.ws.NetConn().Close() }
+
+// readLoop hands each frame to handle, reusing one buffer: handle must
+// not keep the slice.
+func (cn *wsConn) readLoop(handle func([]byte)) error {
+	var buf bytes.Buffer
+	for {
+		_, r, err := cn.ws.NextReader()
+		if err != nil {
+			cn.ws.Close()
+			return err
+		}
+		buf.Reset()
+		if _, err := buf.ReadFrom(r); err != nil {
+			cn.ws.Close()
+			return err
+		}
+		handle(buf.Bytes())
+	}
+}
+
+// backoff doubles d within [lo, hi] and adds up to a quarter of jitter,
+// so clients cut together do not all come back together.
+func backoff(d, lo, hi time.Duration) time.Duration {
+	d = min(max(2*d, lo), hi)
+	return d + rand.N(d/4+1)
+}

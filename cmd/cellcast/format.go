@@ -1,0 +1,68 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/seed84792017/cellcast/client"
+)
+
+// printer writes one line per publication, human-readable or JSON.
+type printer struct {
+	w    io.Writer
+	json bool
+}
+
+// pubJSON is a publication as the protocol renders it.
+type pubJSON struct {
+	Pid       string            `json:"pid"`
+	Uid       string            `json:"uid"`
+	Cell      string            `json:"cell"`
+	Topic     string            `json:"topic,omitempty"`
+	Tp        string            `json:"tp"`
+	ExpiresAt string            `json:"expires_at"`
+	Desc      string            `json:"desc,omitempty"`
+	Attrs     map[string]string `json:"attrs,omitempty"`
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func toJSON(p *client.Publication) pubJSON {
+	return pubJSON{Pid: p.Pid, Uid: p.Uid, Cell: p.Cell, Topic: p.Topic, Tp: stamp(p.Tp), ExpiresAt: stamp(p.ExpiresAt), Desc: p.Desc, Attrs: p.Attrs}
+}
+
+func (pr *printer) object(v any) {
+	b, _ := json.Marshal(v) // our own types: always marshal
+	fmt.Fprintf(pr.w, "%s\n", b)
+}
+
+// publication prints p, tagged (past, live #seq, or nothing for a query).
+func (pr *printer) publication(tag string, sid string, seq int64, p *client.Publication) {
+	if pr.json {
+		pr.object(struct {
+			Sid         string  `json:"sid,omitempty"`
+			Seq         int64   `json:"seq,omitempty"`
+			Past        bool    `json:"past,omitempty"`
+			Publication pubJSON `json:"publication"`
+		}{sid, seq, tag == "past", toJSON(p)})
+		return
+	}
+	var b strings.Builder
+	if tag != "" {
+		fmt.Fprintf(&b, "%-5s ", tag)
+	}
+	where := p.Cell
+	if p.Topic != "" {
+		where = p.Topic
+	}
+	fmt.Fprintf(&b, "%s  %s  %s: %s", p.Tp.Local().Format("2006-01-02 15:04:05.000"), where, p.Uid, p.Desc)
+	for _, k := range slices.Sorted(maps.Keys(p.Attrs)) {
+		fmt.Fprintf(&b, "  %s=%s", k, p.Attrs[k])
+	}
+	fmt.Fprintln(pr.w, b.String())
+}

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seed84792017/cellcast/auth"
+	"github.com/seed84792017/cellcast/broker"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// syncBuffer is written by a command running in another goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Stamps, ids and clock times differ from run to run.
+var volatile = []struct {
+	re  *regexp.Regexp
+	out string
+}{
+	{regexp.MustCompile(`\b[0-9a-z]{11,13}-t?[0-9.]+\b`), "<id>"},
+	{regexp.MustCompile(`\d{4}-\d\d-\d\dT[0-9:.]+Z`), "<stamp>"},
+	{regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}`), "<time>"},
+	{regexp.MustCompile(`\b\d\d:\d\d:\d\d\b`), "<clock>"},
+	{regexp.MustCompile(`"seq":\d+`), `"seq":<seq>`},
+}
+
+func normalize(s string) string {
+	for _, v := range volatile {
+		s = v.re.ReplaceAllString(s, v.out)
+	}
+	return s
+}
+
+type session struct {
+	t   *testing.T
+	env env
+	out strings.Builder // the transcript
+}
+
+func newSession(t *testing.T) *session {
+	b, err := broker.Start(broker.Config{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0",
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Shutdown(context.Background()) })
+	vars := map[string]string{"CELLCAST_SERVER": "ws://" + b.HTTPAddr() + "/ws"}
+	return &session{t: t, env: env{
+		lookup: func(k string) (string, bool) { v, ok := vars[k]; return v, ok },
+		user:   func() string { return "tester" },
+	}}
+}
+
+func (s *session) record(args []string, stdout, stderr string, code int) {
+	shown := make([]string, len(args))
+	for i, a := range args {
+		shown[i] = a
+		if strings.Contains(a, " ") && !strings.HasPrefix(a, "#") {
+			shown[i] = "'" + a + "'"
+		}
+	}
+	fmt.Fprintf(&s.out, "$ cellcast %s\n%s", strings.Join(shown, " "), stdout)
+	for _, l := range strings.SplitAfter(stderr, "\n") {
+		if l != "" {
+			fmt.Fprintf(&s.out, "stderr: %s", l)
+		}
+	}
+	fmt.Fprintf(&s.out, "exit %d\n\n", code)
+}
+
+// run runs a command to its end and records it.
+func (s *session) run(args ...string) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, s.env, &stdout, &stderr)
+	s.record(args, stdout.String(), stderr.String(), code)
+}
+
+// background starts a command; stop interrupts it once its stdout holds
+// lines lines, and records it.
+func (s *session) background(args ...string) (stop func(lines int)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncBuffer
+	done := make(chan int)
+	go func() { done <- run(ctx, args, s.env, &stdout, &stderr) }()
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stderr.String()+stdout.String(), "subscribed"); {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("%v: not subscribed: %s", args, stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return func(lines int) {
+		for deadline := time.Now().Add(10 * time.Second); strings.Count(stdout.String(), "\n") < lines; {
+			if time.Now().After(deadline) {
+				s.t.Fatalf("%v: %d lines, want %d:\n%s", args, strings.Count(stdout.String(), "\n"), lines, stdout.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+		code := <-done
+		s.record(append(args, "# then ^C"), stdout.String(), stderr.String(), code)
+	}
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test ./cmd/cellcast -update writes it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (go test ./cmd/cellcast -update rewrites it):\n%s", path, got)
+	}
+}
+
+func TestSubPubQueryGolden(t *testing.T) {
+	s := newSession(t)
+	s.run("pub", "--cell", "1.2.3", "--expires", "1m", "--desc", "early bird", "--attr", "category=golden", "--attr", "level=2")
+	s.run("pub", "--topic", "sports/soccer", "--expires", "1m", "--desc", "kick-off", "--attr", "category=golden")
+	stop := s.background("sub", "--cell", "1.2", "--past", "1m", "--future", "1m")
+	stopJSON := s.background("sub", "--cell", "1.2.3.4", "--past", "1m", "--future", "1m", "--json", "--uid", "other")
+	s.run("pub", "--cell", "1.2", "--desc", "live one", "--uid", "bob")
+	s.run("pub", "--cell", "1.2.3.4.1", "--expires", "30s", "--desc", "live two", "--json")
+	stop(3)
+	stopJSON(4)
+	s.run("query", "--attr", "category", "--eq", "golden")
+	s.run("query", "--attr", "uid", "--eq", "tester", "--k", "2", "--json")
+	s.run("sub", "--topic", "sports", "--past", "1m", "--future", "0")
+	s.run("sub", "--cell", "1.2", "--future", "1s", "--json")
+	s.run("sub", "--future", "1s")
+	s.run("pub", "--cell", "1.x", "--desc", "bad")
+	s.run("query", "--attr", "nope", "--eq", "x")
+	s.run("pub", "--lat", "40.7")
+	golden(t, "session.golden", normalize(s.out.String()))
+}
+
+// The same commands over NATS.
+func TestOverNATS(t *testing.T) {
+	b, err := broker.Start(broker.Config{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0",
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Shutdown(context.Background())
+	s := &session{t: t, env: env{
+		lookup: func(k string) (string, bool) {
+			if k == "CELLCAST_SERVER" {
+				return b.NATSURL(), true
+			}
+			return "", false
+		},
+		user: func() string { return "tester" },
+	}}
+	stop := s.background("sub", "--cell", "8", "--future", "1m")
+	s.run("pub", "--cell", "8.1", "--desc", "over nats")
+	stop(1)
+	s.run("query", "--attr", "uid", "--eq", "tester")
+	golden(t, "nats.golden", normalize(s.out.String()))
+}
+
+func TestToken(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte(strings.Repeat("k", 40)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	e := env{lookup: func(k string) (string, bool) {
+		if k == "CELLCAST_AUTH_HMAC_SECRET_FILE" {
+			return secret, true
+		}
+		return "", false
+	}}
+	if code := run(context.Background(), []string{"token", "--uid", "alice"}, e, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	h, _ := auth.LoadHMAC(secret)
+	if id, err := h.Verify(strings.TrimSpace(stdout.String())); err != nil || id.UID != "alice" {
+		t.Fatalf("token %q: uid %q, %v", stdout.String(), id.UID, err)
+	}
+	if code := run(context.Background(), []string{"token"}, e, &stdout, &stderr); code != 2 {
+		t.Fatalf("token without --uid: exit %d", code)
+	}
+}

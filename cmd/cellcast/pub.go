@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/seed84792017/cellcast/client"
+)
+
+// attrs collects repeated --attr k=v flags.
+type attrs map[string]string
+
+func (a attrs) String() string { return fmt.Sprint(map[string]string(a)) }
+
+func (a attrs) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("%q: want key=value", v)
+	}
+	a[k] = val
+	return nil
+}
+
+func pub(ctx context.Context, args []string, e env, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("pub", flag.ContinueOnError)
+	var c conn
+	var loc location
+	c.flags(fs)
+	loc.flags(fs)
+	expires := fs.Duration("expires", time.Minute, "lifetime; 0: notify live subscriptions, store nothing")
+	desc := fs.String("desc", "", "the description")
+	at := attrs{}
+	fs.Var(at, "attr", "an attribute key=value (repeat for more)")
+	selfJoin := fs.Bool("self-join", false, "also print the cell's recent publications")
+	if code, ok := parse(fs, args, e, stderr); !ok {
+		return code
+	}
+	where, err := loc.get()
+	if err != nil {
+		fmt.Fprintln(stderr, "cellcast pub:", err)
+		return 2
+	}
+	cl, err := c.dial(ctx, e, stderr)
+	if err != nil {
+		return fail(stderr, "pub", err)
+	}
+	defer cl.Close()
+	rctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	req := client.PublishRequest{Location: where, Expires: *expires, Desc: *desc, SelfJoin: *selfJoin}
+	if len(at) > 0 {
+		req.Attrs = at
+	}
+	p, err := cl.Publish(rctx, req)
+	if err != nil {
+		return fail(stderr, "pub", err)
+	}
+	pr := &printer{w: stdout, json: c.json}
+	if c.json {
+		pr.object(struct {
+			Pid       string `json:"pid"`
+			Cell      string `json:"cell"`
+			Tp        string `json:"tp"`
+			ExpiresAt string `json:"expires_at"`
+			Matched   int    `json:"matched"`
+		}{p.Pid, p.Cell, stamp(p.Tp), stamp(p.ExpiresAt), p.Matched})
+	} else {
+		fmt.Fprintf(stdout, "published %s at %s, matched %d live subscriptions, expires %s\n", p.Pid, p.Cell, p.Matched, p.ExpiresAt.Local().Format("15:04:05"))
+	}
+	for i := range p.Recent {
+		pr.publication("recent", "", 0, &p.Recent[i])
+	}
+	return 0
+}
+
+func query(ctx context.Context, args []string, e env, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("query", flag.ContinueOnError)
+	var c conn
+	c.flags(fs)
+	var q client.QueryRequest
+	fs.StringVar(&q.Attr, "attr", "uid", "the attribute: uid (the publisher), tp (publication time) or an attrs key")
+	fs.StringVar(&q.Eq, "eq", "", "the value to match")
+	fs.StringVar(&q.From, "from", "", "the lower end of a range (RFC 3339 for tp)")
+	fs.StringVar(&q.To, "to", "", "the upper end of a range")
+	fs.IntVar(&q.K, "k", 10, "how many, newest first (1-1000)")
+	if code, ok := parse(fs, args, e, stderr); !ok {
+		return code
+	}
+	cl, err := c.dial(ctx, e, stderr)
+	if err != nil {
+		return fail(stderr, "query", err)
+	}
+	defer cl.Close()
+	rctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	res, err := cl.Query(rctx, q)
+	if err != nil {
+		return fail(stderr, "query", err)
+	}
+	pr := &printer{w: stdout, json: c.json}
+	for i := range res.Publications {
+		pr.publication("", "", 0, &res.Publications[i])
+	}
+	if !c.json {
+		fmt.Fprintf(stderr, "%d of %d\n", len(res.Publications), res.Count)
+	}
+	return 0
+}

@@ -1,0 +1,44 @@
+package delivery
+
+// Why a subscription's route to a sink ended, for subscribers that want
+// to know (docs/protocol.md, "ended").
+type EndReason string
+
+const (
+	// EndWindow: the future window is over and every notification owed
+	// has been handed to the sink.
+	EndWindow EndReason = "window_over"
+	// EndCancelled: unsubscribed; notifications of publications stamped
+	// before the cancel have been handed to the sink.
+	EndCancelled EndReason = "cancelled"
+	// EndMoved: a resume routed the subscription to another sink.
+	EndMoved EndReason = "moved"
+	// EndBehind: the window ended while the sink was behind (lagging):
+	// notifications may be owed, and a resume while the broker still
+	// knows the subscription replays them.
+	EndBehind EndReason = "behind"
+)
+
+// An End is a subscription that stopped routing to a sink.
+type End struct {
+	Sid, Uid string
+	Why      EndReason
+	// Last is the Seq of the last notification the sink took (0: none;
+	// after a resume, at least its resume point), so a subscriber can
+	// tell whether it missed the last ones.
+	Last int64
+}
+
+// An Ender is a Sink that also hears why a subscription stopped routing
+// to it. The hub calls Ended right after Lost, with no hub lock held.
+type Ender interface {
+	Ended(e End)
+}
+
+// lost tells sink that e's subscription no longer routes to it, and why.
+func lost(sink Sink, e End) {
+	sink.Lost(e.Sid)
+	if k, ok := sink.(Ender); ok {
+		k.Ended(e)
+	}
+}
