@@ -299,3 +299,34 @@ func TestWindowEndIsAnnounced(t *testing.T) {
 		t.Fatalf("ended with %v", sub.Err())
 	}
 }
+
+// A publication made at a circle keeps its place, in past results and
+// in notifications; one made at a cell has none.
+func TestPublicationsKeepTheirPlace(t *testing.T) {
+	_, url := running(t)
+	ctx := ctxT(t)
+	c := dialT(t, url, "alice")
+	first, err := c.Publish(ctx, client.PublishRequest{Location: client.Circle(40.758, -73.9855, 300), Expires: time.Minute, Desc: "circle"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := c.Subscribe(ctx, client.SubscribeRequest{Location: client.Point(40.758, -73.9855), Past: time.Minute, Future: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sub.Past) != 1 || sub.Past[0].Pid != first.Pid || sub.Past[0].At == nil ||
+		*sub.Past[0].At != (client.Place{Lat: 40.758, Lng: -73.9855, RadiusM: 300}) {
+		t.Fatalf("past results %+v, want the circle's place", sub.Past)
+	}
+	if _, err := c.Publish(ctx, client.PublishRequest{Location: client.Point(40.758, -73.9855), Expires: time.Minute, Desc: "point"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case n := <-sub.C:
+		if at := n.Publication.At; at == nil || *at != (client.Place{Lat: 40.758, Lng: -73.9855}) {
+			t.Fatalf("notification %+v, want the point's place", n.Publication)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notification")
+	}
+}

@@ -86,6 +86,15 @@ type Publication struct {
 	ExpiresAt time.Time
 	Desc      string
 	Attrs     map[string]string
+	// At is where a publication made at a point or a circle happened;
+	// nil for one made at a cell or a topic.
+	At *Place
+}
+
+// Place is where a publication happened: a point, with a radius for a
+// circle (0 for a point).
+type Place struct {
+	Lat, Lng, RadiusM float64
 }
 
 // Notification is a publication pushed to a subscription. Seq rises

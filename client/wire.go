@@ -168,6 +168,9 @@ type wirePublication struct {
 	ExpiresAt string            `json:"expires_at"`
 	Desc      string            `json:"desc"`
 	Attrs     map[string]string `json:"attrs"`
+	Lat       *float64          `json:"lat"`
+	Lng       *float64          `json:"lng"`
+	RadiusM   *float64          `json:"radius_m"`
 }
 
 func decodePublicationSlow(b []byte, p *Publication) error {
@@ -181,5 +184,11 @@ func decodePublicationSlow(b []byte, p *Publication) error {
 		return fmt.Errorf("%w: publication times %q, %q", ErrProtocol, w.Tp, w.ExpiresAt)
 	}
 	*p = Publication{Pid: w.Pid, Uid: w.Uid, Cell: w.Cell, Topic: w.Topic, Tp: tp, ExpiresAt: exp, Desc: w.Desc, Attrs: w.Attrs}
+	if w.Lat != nil && w.Lng != nil {
+		p.At = &Place{Lat: *w.Lat, Lng: *w.Lng}
+		if w.RadiusM != nil {
+			p.At.RadiusM = *w.RadiusM
+		}
+	}
 	return nil
 }

@@ -28,12 +28,22 @@ type pubJSON struct {
 	ExpiresAt string            `json:"expires_at"`
 	Desc      string            `json:"desc,omitempty"`
 	Attrs     map[string]string `json:"attrs,omitempty"`
+	Lat       *float64          `json:"lat,omitempty"`
+	Lng       *float64          `json:"lng,omitempty"`
+	RadiusM   *float64          `json:"radius_m,omitempty"`
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 func toJSON(p *client.Publication) pubJSON {
-	return pubJSON{Pid: p.Pid, Uid: p.Uid, Cell: p.Cell, Topic: p.Topic, Tp: stamp(p.Tp), ExpiresAt: stamp(p.ExpiresAt), Desc: p.Desc, Attrs: p.Attrs}
+	j := pubJSON{Pid: p.Pid, Uid: p.Uid, Cell: p.Cell, Topic: p.Topic, Tp: stamp(p.Tp), ExpiresAt: stamp(p.ExpiresAt), Desc: p.Desc, Attrs: p.Attrs}
+	if p.At != nil {
+		j.Lat, j.Lng = &p.At.Lat, &p.At.Lng
+		if p.At.RadiusM > 0 {
+			j.RadiusM = &p.At.RadiusM
+		}
+	}
+	return j
 }
 
 func (pr *printer) object(v any) {
