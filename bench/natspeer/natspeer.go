@@ -246,7 +246,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep.Dropped = dropped.Load()
 	var lat []int64
 	for _, r := range rcv {
+		r.mu.Lock() // the connections are open: a straggler may still come
 		lat = append(lat, r.lat...)
+		r.mu.Unlock()
 	}
 	if len(lat) > 0 {
 		slices.Sort(lat)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -61,10 +62,17 @@ func TestSubjectsHearOverlappingCellsOnce(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	subs := make([]dewey.ID, 40)
 	got := make([]map[string]int, len(subs))
+	var mu sync.Mutex // each NATS subscription calls back on its own goroutine
+	var total atomic.Int64
 	for i := range subs {
 		subs[i], got[i] = randomCell(rng), map[string]int{}
 		for _, subj := range Subjects(subs[i]) {
-			if _, err := nc.Subscribe(subj, func(m *nats.Msg) { got[i][string(m.Data)]++ }); err != nil {
+			if _, err := nc.Subscribe(subj, func(m *nats.Msg) {
+				mu.Lock()
+				got[i][string(m.Data)]++
+				mu.Unlock()
+				total.Add(1)
+			}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -79,8 +87,23 @@ func TestSubjectsHearOverlappingCellsOnce(t *testing.T) {
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond) // the handlers run on the connection's goroutine
+	want := int64(0)
+	for _, s := range subs {
+		for _, p := range pubs {
+			if overlaps(s, p) {
+				want++
+			}
+		}
+	}
+	// The handlers run after the flush; wait for them, then a little
+	// longer for any message too many.
+	for end := time.Now().Add(10 * time.Second); total.Load() < want && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
 	nc.Close()
+	mu.Lock()
+	defer mu.Unlock()
 	for i, s := range subs {
 		for j, p := range pubs {
 			want := 0
