@@ -10,11 +10,9 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +24,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/nats-io/nats.go"
+
+	"github.com/seed84792017/cellcast/bench/procs"
 )
 
 var (
@@ -62,18 +62,15 @@ func run() error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	broker := *brokerBin
-	if broker == "" {
-		broker = filepath.Join(dir, "broker")
-		build := exec.Command("go", "build", "-o", broker, "./cmd/broker")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			return fmt.Errorf("building the broker (run from the repository root): %w", err)
-		}
-	}
-	natsServer, err := natsBinary()
+	broker, err := procs.Broker(*brokerBin, dir)
 	if err != nil {
 		return err
+	}
+	natsServer := ""
+	if *natsBin != "none" {
+		if natsServer, err = procs.NATSServer(*natsBin); err != nil {
+			return err
+		}
 	}
 	var results []result
 	for _, s := range strings.Split(*counts, ",") {
@@ -121,26 +118,6 @@ func run() error {
 
 func perConn(rss, base float64, n int) float64 { return (rss - base) * 1024 / float64(n) }
 
-func natsBinary() (string, error) {
-	switch *natsBin {
-	case "none":
-		return "", nil
-	case "":
-	default:
-		return *natsBin, nil
-	}
-	if p, err := filepath.Abs(".tools/nats-server"); err == nil {
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-	}
-	p, err := exec.LookPath("nats-server")
-	if err != nil {
-		return "", errors.New("no nats-server: run `make tools` or pass -nats-server (or -nats-server none)")
-	}
-	return p, nil
-}
-
 // rssMiB reads a process's resident set.
 func rssMiB(pid int) float64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -175,21 +152,12 @@ func dialer(i int) *net.Dialer {
 	return &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 1, byte(1+i%*sources))}, Timeout: 30 * time.Second}
 }
 
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
 func runBroker(bin, data string, n int) (result, error) {
-	httpAddr, err := freeAddr()
+	httpAddr, err := procs.FreeAddr()
 	if err != nil {
 		return result{}, err
 	}
-	natsAddr, err := freeAddr()
+	natsAddr, err := procs.FreeAddr()
 	if err != nil {
 		return result{}, err
 	}
@@ -198,18 +166,9 @@ func runBroker(bin, data string, n int) (result, error) {
 	if err := cmd.Start(); err != nil {
 		return result{}, err
 	}
-	defer stop(cmd)
-	for i := 0; ; i++ {
-		if resp, err := http.Get("http://" + httpAddr + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if i > 600 {
-			return result{}, errors.New("the broker did not become ready")
-		}
-		time.Sleep(50 * time.Millisecond)
+	defer procs.Stop(cmd)
+	if err := procs.WaitReady(httpAddr); err != nil {
+		return result{}, err
 	}
 	r := result{system: "cellcast", n: n, base: settle(cmd.Process.Pid)}
 	var received atomic.Int64
@@ -331,7 +290,7 @@ func waitFor(got *atomic.Int64, want int64) int64 {
 }
 
 func runNATS(bin string, n int) (result, error) {
-	addr, err := freeAddr()
+	addr, err := procs.FreeAddr()
 	if err != nil {
 		return result{}, err
 	}
@@ -340,16 +299,9 @@ func runNATS(bin string, n int) (result, error) {
 	if err := cmd.Start(); err != nil {
 		return result{}, err
 	}
-	defer stop(cmd)
-	for i := 0; ; i++ {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			break
-		}
-		if i > 200 {
-			return result{}, errors.New("nats-server did not start")
-		}
-		time.Sleep(50 * time.Millisecond)
+	defer procs.Stop(cmd)
+	if err := procs.WaitTCP(addr); err != nil {
+		return result{}, err
 	}
 	r := result{system: "nats-server", n: n, base: settle(cmd.Process.Pid)}
 	var received atomic.Int64
@@ -404,16 +356,4 @@ func runNATS(bin string, n int) (result, error) {
 	pub.Flush()
 	r.delivered = waitFor(&received, r.owed)
 	return r, nil
-}
-
-func stop(cmd *exec.Cmd) {
-	cmd.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		cmd.Process.Kill()
-		<-done
-	}
 }

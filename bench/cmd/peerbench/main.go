@@ -9,20 +9,18 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/seed84792017/cellcast/bench/loadgen"
 	"github.com/seed84792017/cellcast/bench/natspeer"
+	"github.com/seed84792017/cellcast/bench/procs"
 	"github.com/seed84792017/cellcast/bench/workload"
 )
 
@@ -71,18 +69,13 @@ func run() error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	nats, err := natsBinary()
+	nats, err := procs.NATSServer(*natsBin)
 	if err != nil {
 		return err
 	}
-	broker := *brokerBin
-	if broker == "" {
-		broker = filepath.Join(dir, "broker")
-		build := exec.Command("go", "build", "-o", broker, "./cmd/broker")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			return fmt.Errorf("building the broker (run from the repository root): %w", err)
-		}
+	broker, err := procs.Broker(*brokerBin, dir)
+	if err != nil {
+		return err
 	}
 	modes := strings.Split(*durability, ",")
 	var rows []row
@@ -117,34 +110,19 @@ func run() error {
 	return nil
 }
 
-func natsBinary() (string, error) {
-	if *natsBin != "" {
-		return *natsBin, nil
-	}
-	if p, err := filepath.Abs(".tools/nats-server"); err == nil {
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-	}
-	p, err := exec.LookPath("nats-server")
-	if err != nil {
-		return "", errors.New("no nats-server: run `make tools` (installs .tools/nats-server) or pass -nats-server")
-	}
-	return p, nil
-}
-
 func runNATS(bin string, ops []workload.Op) (row, error) {
-	port, err := freePort()
+	addr, err := procs.FreeAddr()
 	if err != nil {
 		return row{}, err
 	}
-	cmd := exec.Command(bin, "-a", "127.0.0.1", "-p", strconv.Itoa(port))
+	host, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command(bin, "-a", host, "-p", port)
 	if err := cmd.Start(); err != nil {
 		return row{}, err
 	}
-	defer stop(cmd)
-	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
-	if err := waitTCP(fmt.Sprint("127.0.0.1:", port)); err != nil {
+	defer procs.Stop(cmd)
+	url := "nats://" + addr
+	if err := procs.WaitTCP(addr); err != nil {
 		return row{}, err
 	}
 	rep, err := natspeer.Run(context.Background(), natspeer.Config{URL: url, Ops: ops, Conns: *conns, PubConns: *pubConns, Window: *window})
@@ -156,11 +134,11 @@ func runNATS(bin string, ops []workload.Op) (row, error) {
 }
 
 func runBroker(bin, data, mode string, ops []workload.Op) (row, error) {
-	httpAddr, err := freeAddr()
+	httpAddr, err := procs.FreeAddr()
 	if err != nil {
 		return row{}, err
 	}
-	natsAddr, err := freeAddr()
+	natsAddr, err := procs.FreeAddr()
 	if err != nil {
 		return row{}, err
 	}
@@ -170,8 +148,8 @@ func runBroker(bin, data, mode string, ops []workload.Op) (row, error) {
 	if err := cmd.Start(); err != nil {
 		return row{}, err
 	}
-	defer stop(cmd)
-	if err := waitReady(httpAddr); err != nil {
+	defer procs.Stop(cmd)
+	if err := procs.WaitReady(httpAddr); err != nil {
 		return row{}, err
 	}
 	rep, err := loadgen.Run(context.Background(), loadgen.Config{WSURL: "ws://" + httpAddr + "/ws", MetricsURL: "http://" + httpAddr + "/metrics",
@@ -191,54 +169,4 @@ func runBroker(bin, data, mode string, ops []workload.Op) (row, error) {
 	return row{system: "cellcast, " + mode, opsPerSec: rep.OpsPerSec, notesPerSec: rep.NotesPerSec,
 		deliveredPerSec: float64(rep.Notifications+rep.PastResults) / rep.Seconds, p50: rep.Latency.P50, p99: rep.Latency.P99,
 		complete: complete, notes: notes}, nil
-}
-
-func stop(cmd *exec.Cmd) {
-	cmd.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		cmd.Process.Kill()
-		<-done
-	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func freeAddr() (string, error) {
-	p, err := freePort()
-	return fmt.Sprint("127.0.0.1:", p), err
-}
-
-func waitTCP(addr string) error {
-	for range 200 {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return fmt.Errorf("nothing listens on %s", addr)
-}
-
-func waitReady(addr string) error {
-	for range 600 {
-		if resp, err := http.Get("http://" + addr + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return fmt.Errorf("the broker on %s did not become ready", addr)
 }

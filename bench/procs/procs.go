@@ -1,0 +1,96 @@
+// Package procs starts and stops the processes the benchmark commands
+// measure: the broker built from this repository and a nats-server.
+package procs
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+)
+
+// Broker returns bin, or when it is empty builds ./cmd/broker into dir
+// (run from the repository root).
+func Broker(bin, dir string) (string, error) {
+	if bin != "" {
+		return bin, nil
+	}
+	bin = filepath.Join(dir, "broker")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/broker")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return "", fmt.Errorf("building the broker (run from the repository root): %w", err)
+	}
+	return bin, nil
+}
+
+// NATSServer returns bin, or when it is empty .tools/nats-server (which
+// `make tools` installs) or the one on $PATH.
+func NATSServer(bin string) (string, error) {
+	if bin != "" {
+		return bin, nil
+	}
+	if p, err := filepath.Abs(".tools/nats-server"); err == nil {
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath("nats-server")
+	if err != nil {
+		return "", errors.New("no nats-server: run `make tools` (installs .tools/nats-server) or name one")
+	}
+	return p, nil
+}
+
+// FreeAddr returns a loopback address whose port was free a moment ago.
+func FreeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// WaitTCP waits until something listens on addr.
+func WaitTCP(addr string) error {
+	for range 200 {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("nothing listens on %s", addr)
+}
+
+// WaitReady waits until the broker on httpAddr answers /readyz with 200.
+func WaitReady(httpAddr string) error {
+	for range 600 {
+		if resp, err := http.Get("http://" + httpAddr + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("the broker on %s did not become ready", httpAddr)
+}
+
+// Stop interrupts cmd and kills it if it has not exited within 10 s.
+func Stop(cmd *exec.Cmd) {
+	cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		<-done
+	}
+}
