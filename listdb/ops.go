@@ -9,10 +9,10 @@ import (
 // Subscribe implements subscriptions.Store.
 func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequest) (*subscriptions.SubscribeResult, error) {
 	var s subscriptions.Subscription
-	now, stored, commit, err := st.stampAndStore(ctx, Subs, func(now int64) (subscriptions.Cell, int64, []byte, error) {
+	now, stored, commit, err := st.stampAndStore(ctx, Subs, func(now int64) (subscriptions.Cell, int64, []byte, string, error) {
 		var err error
 		s, err = st.limits.NewSubscription(req, now)
-		return s.Cell, s.Tmax, EncodeSubscription(&s), err
+		return s.Cell, s.Tmax, EncodeSubscription(&s), s.Uid, err
 	})
 	if err != nil {
 		return nil, err
@@ -54,6 +54,11 @@ func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequ
 		return nil, err
 	}
 	if s.SelfJoin {
+		// The user's earlier subscriptions in cells that do not overlap
+		// this one can have had a publication at a common ancestor.
+		if prior, err = st.priorOf(s.Uid, now, st.oldest(Subs, now), prior); err != nil {
+			return nil, err
+		}
 		kept := res.Past[:0]
 		for i := range res.Past {
 			if !subscriptions.SelfJoinSeen(&res.Past[i], &s, prior) {
@@ -74,10 +79,10 @@ func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequ
 // Publish implements subscriptions.Store.
 func (st *Store) Publish(ctx context.Context, req *subscriptions.PublishRequest) (*subscriptions.PublishResult, error) {
 	var p subscriptions.Publication
-	now, stored, commit, err := st.stampAndStore(ctx, Pubs, func(now int64) (subscriptions.Cell, int64, []byte, error) {
+	now, stored, commit, err := st.stampAndStore(ctx, Pubs, func(now int64) (subscriptions.Cell, int64, []byte, string, error) {
 		var err error
 		p, err = st.limits.NewPublication(req, now)
-		return p.Cell, p.Tmax, EncodePublication(&p), err
+		return p.Cell, p.Tmax, EncodePublication(&p), "", err
 	})
 	if err != nil {
 		return nil, err

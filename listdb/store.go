@@ -177,24 +177,28 @@ func (st *Store) settle(c Commit) error {
 }
 
 // stampAndStore takes the operation's stamp, builds its record and, if it
-// outlives now, appends it to list, all under st.mu so records reach the
+// outlives now, appends it to list (a subscription also to its user's
+// list), all under st.mu so records reach the
 // engine in stamp order. The caller settles the commit, outside st.mu,
 // before it answers. Unless it fails, the operation is in flight until the
 // caller calls st.cfg.inflight.end(now). It tells ctx's subscriptions.
 // Stamped hook as it lets go of st.mu. A context cancelled once the
 // operation began no longer stops it: what is stored must be answered for
 // (and dispatched), whoever still listens.
-func (st *Store) stampAndStore(ctx context.Context, list List, build func(now int64) (subscriptions.Cell, int64, []byte, error)) (now int64, stored bool, c Commit, err error) {
+func (st *Store) stampAndStore(ctx context.Context, list List, build func(now int64) (subscriptions.Cell, int64, []byte, string, error)) (now int64, stored bool, c Commit, err error) {
 	if err := ctx.Err(); err != nil {
 		return 0, false, Commit{}, err
 	}
 	st.mu.Lock()
 	now = st.clock.Now()
 	st.cfg.inflight.begin(now)
-	cell, tmax, frag, err := build(now)
+	cell, tmax, frag, uid, err := build(now)
 	var keys [][]byte
 	if err == nil {
 		keys, err = st.cellsFor(cell)
+	}
+	if err == nil && list == Subs {
+		keys = append(keys, userKey(uid)) // for the user's later self-joins (selfjoin.go)
 	}
 	if err == nil && tmax > now {
 		err = st.raiseMarks(list, cell, tmax-now)

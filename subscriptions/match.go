@@ -19,12 +19,13 @@ func Match(p *Publication, s *Subscription, now int64) bool {
 func Met(p *Publication, s *Subscription) bool { return Match(p, s, max(p.Tp, s.Ts)) }
 
 // SelfJoinSeen reports whether a self-join subscription s must omit p: an
-// earlier live subscription of the same user, in a cell overlapping s's,
-// already received it. prior holds the candidates the store found (the
-// user's uncancelled subscriptions stored in cells overlapping s's).
+// earlier subscription of the same user, live when s came, already
+// received it — in whatever cell: moving from c1 to a neighbouring c2,
+// the user got a publication at their common ancestor in c1. prior holds
+// the candidates the store found (the user's uncancelled subscriptions).
 func SelfJoinSeen(p *Publication, s *Subscription, prior []*Subscription) bool {
 	for _, o := range prior {
-		if o.Uid == s.Uid && o.Ts < s.Ts && o.Tmax >= s.Ts && o.Cell.Overlaps(s.Cell) && Met(p, o) {
+		if o.Uid == s.Uid && o.Ts < s.Ts && o.Tmax >= s.Ts && Met(p, o) {
 			return true
 		}
 	}

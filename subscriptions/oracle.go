@@ -60,16 +60,8 @@ func (o *Oracle) Subscribe(_ context.Context, req *SubscribeRequest) (*Subscribe
 	now := s.Ts
 	o.prune(now)
 	res := &SubscribeResult{Sub: s}
-	var prior []*Subscription
-	if s.SelfJoin {
-		for _, x := range o.subs {
-			if !o.cancel[x.Sid()] && x.Cell.Overlaps(s.Cell) {
-				prior = append(prior, x)
-			}
-		}
-	}
 	for _, p := range o.pubs {
-		if Match(p, &s, now) && !(s.SelfJoin && SelfJoinSeen(p, &s, prior)) {
+		if Match(p, &s, now) && !(s.SelfJoin && o.seenBy(p, &s)) {
 			res.Past = append(res.Past, *p)
 		}
 	}
@@ -79,6 +71,19 @@ func (o *Oracle) Subscribe(_ context.Context, req *SubscribeRequest) (*Subscribe
 	}
 	SortPublications(res.Past)
 	return res, nil
+}
+
+// seenBy reports whether p reached the user of s already, through an
+// earlier subscription of theirs that was live when s came and has not
+// been cancelled: DESIGN.md's self-join rule, by brute force over every
+// subscription the oracle holds.
+func (o *Oracle) seenBy(p *Publication, s *Subscription) bool {
+	for _, x := range o.subs {
+		if x.Uid == s.Uid && x.Ts < s.Ts && x.Tmax >= s.Ts && !o.cancel[x.Sid()] && Met(p, x) {
+			return true
+		}
+	}
+	return false
 }
 
 // Publish implements Store.
