@@ -21,7 +21,10 @@ func (st *Store) Unsubscribe(ctx context.Context, sid string) error {
 	found, keys, err := st.find(sid, now)
 	var c Commit
 	if err == nil {
-		c, err = st.write(Subs, append(keys, userKey(found.Uid)), EncodeCancel(now, found.Ts, found.Tmax), now)
+		if found.SelfJoin {
+			keys = append(keys, userKey(found.Uid))
+		}
+		c, err = st.write(Subs, keys, EncodeCancel(now, found.Ts, found.Tmax), now)
 	}
 	st.mu.Unlock()
 	subscriptions.Stamped(ctx)

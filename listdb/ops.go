@@ -12,7 +12,11 @@ func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequ
 	now, stored, commit, err := st.stampAndStore(ctx, Subs, func(now int64) (subscriptions.Cell, int64, []byte, string, error) {
 		var err error
 		s, err = st.limits.NewSubscription(req, now)
-		return s.Cell, s.Tmax, EncodeSubscription(&s), s.Uid, err
+		owner := ""
+		if s.SelfJoin {
+			owner = s.Uid // a self-join goes to its user's list too (selfjoin.go)
+		}
+		return s.Cell, s.Tmax, EncodeSubscription(&s), owner, err
 	})
 	if err != nil {
 		return nil, err

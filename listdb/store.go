@@ -177,8 +177,8 @@ func (st *Store) settle(c Commit) error {
 }
 
 // stampAndStore takes the operation's stamp, builds its record and, if it
-// outlives now, appends it to list (a subscription also to its user's
-// list), all under st.mu so records reach the
+// outlives now, appends it to list (and to the list of the user build
+// names, if any), all under st.mu so records reach the
 // engine in stamp order. The caller settles the commit, outside st.mu,
 // before it answers. Unless it fails, the operation is in flight until the
 // caller calls st.cfg.inflight.end(now). It tells ctx's subscriptions.
@@ -197,7 +197,7 @@ func (st *Store) stampAndStore(ctx context.Context, list List, build func(now in
 	if err == nil {
 		keys, err = st.cellsFor(cell)
 	}
-	if err == nil && list == Subs {
+	if err == nil && uid != "" {
 		keys = append(keys, userKey(uid)) // for the user's later self-joins (selfjoin.go)
 	}
 	if err == nil && tmax > now {

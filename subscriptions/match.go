@@ -20,9 +20,11 @@ func Met(p *Publication, s *Subscription) bool { return Match(p, s, max(p.Tp, s.
 
 // SelfJoinSeen reports whether a self-join subscription s must omit p: an
 // earlier subscription of the same user, live when s came, already
-// received it — in whatever cell: moving from c1 to a neighbouring c2,
-// the user got a publication at their common ancestor in c1. prior holds
-// the candidates the store found (the user's uncancelled subscriptions).
+// received it. prior holds the candidates the store found: the user's
+// uncancelled subscriptions in cells overlapping s's, and their
+// uncancelled self-join subscriptions in any cell (moving from c1 to a
+// neighbouring c2, the user got a publication at their common ancestor in
+// c1 already).
 func SelfJoinSeen(p *Publication, s *Subscription, prior []*Subscription) bool {
 	for _, o := range prior {
 		if o.Uid == s.Uid && o.Ts < s.Ts && o.Tmax >= s.Ts && Met(p, o) {

@@ -75,11 +75,12 @@ func (o *Oracle) Subscribe(_ context.Context, req *SubscribeRequest) (*Subscribe
 
 // seenBy reports whether p reached the user of s already, through an
 // earlier subscription of theirs that was live when s came and has not
-// been cancelled: DESIGN.md's self-join rule, by brute force over every
+// been cancelled, and that is a self-join or lies in a cell overlapping
+// s's (docs/storage.md, the self-join rule), by brute force over every
 // subscription the oracle holds.
 func (o *Oracle) seenBy(p *Publication, s *Subscription) bool {
 	for _, x := range o.subs {
-		if x.Uid == s.Uid && x.Ts < s.Ts && x.Tmax >= s.Ts && !o.cancel[x.Sid()] && Met(p, x) {
+		if x.Uid == s.Uid && x.Ts < s.Ts && x.Tmax >= s.Ts && !o.cancel[x.Sid()] && (x.SelfJoin || x.Cell.Overlaps(s.Cell)) && Met(p, x) {
 			return true
 		}
 	}
