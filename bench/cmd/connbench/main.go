@@ -147,6 +147,29 @@ func settle(pid int) float64 {
 	return last
 }
 
+// dialStorm runs connect for 0…n-1, -storm at a time, and says how long
+// they all took, or the first error.
+func dialStorm(n int, connect func(i int) error) (time.Duration, error) {
+	var wg sync.WaitGroup
+	errc := make(chan error, n)
+	sem := make(chan struct{}, *storm)
+	t0 := time.Now()
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := connect(i); err != nil {
+				errc <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	return time.Since(t0), <-errc
+}
+
 // dialer dials from the i-th loopback source address.
 func dialer(i int) *net.Dialer {
 	return &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 1, byte(1+i%*sources))}, Timeout: 30 * time.Second}
@@ -180,49 +203,34 @@ func runBroker(bin, data string, n int) (result, error) {
 			}
 		}
 	}()
-	var wg sync.WaitGroup
-	errc := make(chan error, n)
-	sem := make(chan struct{}, *storm)
-	t0 := time.Now()
-	for i := range conns {
-		wg.Add(1)
-		sem <- struct{}{}
+	r.connect, err = dialStorm(n, func(i int) error {
+		d := websocket.Dialer{NetDialContext: dialer(i).DialContext, HandshakeTimeout: 30 * time.Second}
+		c, _, err := d.Dial("ws://"+httpAddr+"/ws", nil)
+		if err != nil {
+			return err
+		}
+		conns[i] = c
+		// One subscription deep in the tree; publications at the root
+		// cell "1" reach every one.
+		req := fmt.Sprintf(`{"id":"s","op":"subscribe","uid":"u%d","cell":"1.%d.%d.%d","future":"1h"}`, i, 1+i%4, 1+i/4%4, 1+i/16%4)
+		if err := c.WriteMessage(websocket.TextMessage, []byte(req)); err != nil {
+			return err
+		}
+		_, m, err := c.ReadMessage()
+		if err != nil || !strings.Contains(string(m), `"subscribed"`) {
+			return fmt.Errorf("subscribe: %s %v", m, err)
+		}
 		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			d := websocket.Dialer{NetDialContext: dialer(i).DialContext, HandshakeTimeout: 30 * time.Second}
-			c, _, err := d.Dial("ws://"+httpAddr+"/ws", nil)
-			if err != nil {
-				errc <- err
-				return
-			}
-			conns[i] = c
-			// One subscription deep in the tree; publications at the
-			// root cell "1" reach every one.
-			req := fmt.Sprintf(`{"id":"s","op":"subscribe","uid":"u%d","cell":"1.%d.%d.%d","future":"1h"}`, i, 1+i%4, 1+i/4%4, 1+i/16%4)
-			if err := c.WriteMessage(websocket.TextMessage, []byte(req)); err != nil {
-				errc <- err
-				return
-			}
-			_, m, err := c.ReadMessage()
-			if err != nil || !strings.Contains(string(m), `"subscribed"`) {
-				errc <- fmt.Errorf("subscribe: %s %v", m, err)
-				return
-			}
-			go func() {
-				for {
-					if _, _, err := c.ReadMessage(); err != nil {
-						return
-					}
-					received.Add(1)
+			for {
+				if _, _, err := c.ReadMessage(); err != nil {
+					return
 				}
-			}()
+				received.Add(1)
+			}
 		}()
-	}
-	wg.Wait()
-	r.connect = time.Since(t0)
-	close(errc)
-	if err := <-errc; err != nil {
+		return nil
+	})
+	if err != nil {
 		return result{}, fmt.Errorf("%d connections: %w", n, err)
 	}
 	r.idle = settle(cmd.Process.Pid)
@@ -313,37 +321,20 @@ func runNATS(bin string, n int) (result, error) {
 			}
 		}
 	}()
-	var wg sync.WaitGroup
-	errc := make(chan error, n)
-	sem := make(chan struct{}, *storm)
-	t0 := time.Now()
-	for i := range conns {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			c, err := nats.Connect("nats://"+addr, nats.SetCustomDialer(dialer(i)), nats.MaxReconnects(0))
-			if err != nil {
-				errc <- err
-				return
-			}
-			conns[i] = c
-			// One subscription, which publications on cell.1.1 reach.
-			if _, err := c.Subscribe("cell.1.>", func(*nats.Msg) { received.Add(1) }); err != nil {
-				errc <- err
-				return
-			}
-			errc <- c.Flush()
-		}()
-	}
-	wg.Wait()
-	r.connect = time.Since(t0)
-	close(errc)
-	for err := range errc {
+	r.connect, err = dialStorm(n, func(i int) error {
+		c, err := nats.Connect("nats://"+addr, nats.SetCustomDialer(dialer(i)), nats.MaxReconnects(0))
 		if err != nil {
-			return result{}, fmt.Errorf("%d NATS connections: %w", n, err)
+			return err
 		}
+		conns[i] = c
+		// One subscription, which publications on cell.1.1 reach.
+		if _, err := c.Subscribe("cell.1.>", func(*nats.Msg) { received.Add(1) }); err != nil {
+			return err
+		}
+		return c.Flush()
+	})
+	if err != nil {
+		return result{}, fmt.Errorf("%d NATS connections: %w", n, err)
 	}
 	r.idle = settle(cmd.Process.Pid)
 	pub, err := nats.Connect("nats://" + addr)
