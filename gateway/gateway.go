@@ -89,10 +89,28 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
+// Core is what the gateway needs of the pub/sub core: the operations of
+// service.Service, whose documentation they share. A cluster node
+// (package cluster) provides the same operations over the shards of
+// several nodes.
+type Core interface {
+	Limits() subscriptions.Limits
+	Subscribe(ctx context.Context, req *subscriptions.SubscribeRequest, sink delivery.Sink, answer func(*subscriptions.SubscribeResult, string)) error
+	Publish(ctx context.Context, req *subscriptions.PublishRequest, answer func(*subscriptions.PublishResult)) error
+	Unsubscribe(ctx context.Context, sid, owner string) error
+	Resume(ctx context.Context, sid string, after int64, owner string, sink delivery.Sink, answer func(*subscriptions.ReplayResult)) error
+	CatchUp(ctx context.Context, sink delivery.Sink) (int, error)
+	Detach(sid string, sink delivery.Sink)
+	Query(q service.Query) ([]subscriptions.Publication, error)
+	// Drain waits until every publication released so far is dispatched.
+	Drain()
+}
+
 // Config shapes a Gateway.
 type Config struct {
-	// Service runs the operations; the gateway does not close it.
-	Service *service.Service
+	// Service runs the operations; the gateway does not close it. A
+	// *service.Service on one node, a cluster node's router in a cluster.
+	Service Core
 	// Locator maps locations to cells and renders publications; it must
 	// be the one whose EncodePublication the service renders with.
 	Locator *Locator
@@ -110,7 +128,7 @@ type Config struct {
 type Gateway struct {
 	cfg     Config
 	limits  Limits
-	svc     *service.Service
+	svc     Core
 	loc     *Locator
 	log     *slog.Logger
 	metrics *Metrics

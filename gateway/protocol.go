@@ -12,6 +12,7 @@ import (
 
 	"github.com/seed84792017/cellcast/delivery"
 	"github.com/seed84792017/cellcast/dewey"
+	"github.com/seed84792017/cellcast/service"
 	"github.com/seed84792017/cellcast/subscriptions"
 )
 
@@ -63,6 +64,8 @@ func codeOf(err error) *Error {
 		return &Error{Code: CodeBadRequest, Message: err.Error()}
 	case errors.Is(err, errClosing):
 		return &Error{Code: CodeUnavailable, Message: "the broker is shutting down"}
+	case errors.Is(err, service.ErrUnavailable):
+		return &Error{Code: CodeUnavailable, Message: err.Error()}
 	}
 	return &Error{Code: CodeInternal, Message: "storage failure; try again"}
 }

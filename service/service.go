@@ -18,6 +18,9 @@ import (
 var (
 	ErrNoCatalog = errors.New("service: this broker keeps no catalog of publications (started with --index none)")
 	ErrBadQuery  = catalog.ErrBadQuery
+	// ErrUnavailable: the operation cannot run now but may succeed when
+	// retried (a cluster shard changing owners).
+	ErrUnavailable = errors.New("service: unavailable for now, retry")
 )
 
 // Query asks for the latest K live publications whose attribute Attr

@@ -1,0 +1,185 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/seed84792017/cellcast/delivery"
+	"github.com/seed84792017/cellcast/service"
+	"github.com/seed84792017/cellcast/subscriptions"
+)
+
+// The operations a gateway runs on a node (gateway.Core): each goes to
+// the owner of the shard it concerns, wherever that is.
+
+// Limits are the bounds every shard's store checks requests against.
+func (n *Node) Limits() subscriptions.Limits { return n.limits }
+
+// Subscribe stores the subscription in its home shard and routes its
+// notifications to sink.
+func (n *Node) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequest, sink delivery.Sink, answer func(*subscriptions.SubscribeResult, string)) error {
+	if req.Cell.NS != subscriptions.NSCell {
+		return ErrTopics
+	}
+	shard := n.cfg.Shards.Home(req.Cell)
+	h := n.h
+	_, err := h.call(ctx, shard, &request{Op: opSubscribe, Holder: n.cfg.ID, Sub: req}, func(r *reply) {
+		if r.Err != nil || r.SubR == nil {
+			return
+		}
+		if r.SubR.Stored && sink != nil {
+			h.mu.Lock()
+			h.routes[r.Sid] = &route{sid: r.Sid, uid: req.Uid, shard: shard, node: r.Node, sink: sink}
+			h.mu.Unlock()
+		}
+		answer(r.SubR, r.Sid)
+	})
+	return err
+}
+
+// Publish stores the publication in every shard its cell reaches and
+// answers with its home shard's result. A publication some shard failed
+// to store is reported as failed: the publisher retries, and
+// subscribers of the shards that did store it may see it twice.
+func (n *Node) Publish(ctx context.Context, req *subscriptions.PublishRequest, answer func(*subscriptions.PublishResult)) error {
+	if req.Cell.NS != subscriptions.NSCell {
+		return ErrTopics
+	}
+	targets := n.cfg.Shards.Targets(req.Cell)
+	replies := make([]*reply, len(targets))
+	errs := make([]error, len(targets))
+	var wg sync.WaitGroup
+	for i, s := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			replies[i], errs[i] = n.h.call(ctx, s, &request{Op: opPublish, Pub: req}, nil)
+		}()
+	}
+	wg.Wait()
+	matched := 0
+	for i, err := range errs {
+		if err != nil {
+			if i > 0 {
+				return fmt.Errorf("%w: shard %s: %w", service.ErrUnavailable, targets[i], err)
+			}
+			return err
+		}
+		matched += replies[i].Match
+	}
+	res := replies[0].PubR
+	res.Matches = make([]subscriptions.Subscription, matched) // the gateway reports how many
+	answer(res)
+	return nil
+}
+
+// Unsubscribe cancels owner's subscription sid at its shard.
+func (n *Node) Unsubscribe(ctx context.Context, sid, owner string) error {
+	shard, err := n.shardOf(sid)
+	if err != nil {
+		return err
+	}
+	_, err = n.h.call(ctx, shard, &request{Op: opUnsubscribe, Sid: sid, Owner: owner}, nil)
+	return err
+}
+
+func (n *Node) shardOf(sid string) (string, error) {
+	_, c, err := subscriptions.ParseID(sid)
+	if err != nil {
+		return "", err
+	}
+	if c.NS != subscriptions.NSCell {
+		return "", ErrTopics
+	}
+	return n.cfg.Shards.Home(c), nil
+}
+
+// Resume routes sid to sink from any node: its shard's owner replays what
+// it missed after the sequence number after.
+func (n *Node) Resume(ctx context.Context, sid string, after int64, owner string, sink delivery.Sink, answer func(*subscriptions.ReplayResult)) error {
+	if after < 0 {
+		return delivery.ErrBadSeq
+	}
+	shard, err := n.shardOf(sid)
+	if err != nil {
+		return err
+	}
+	h := n.h
+	var moved *route
+	_, err = h.call(ctx, shard, &request{Op: opResume, Holder: n.cfg.ID, Sid: sid, After: after, Owner: owner}, func(r *reply) {
+		if r.Err != nil || r.Rep == nil {
+			return
+		}
+		h.mu.Lock()
+		if old := h.routes[sid]; old != nil && old.sink != sink {
+			moved = old
+		}
+		h.routes[sid] = &route{sid: sid, uid: r.Rep.Sub.Uid, shard: shard, node: r.Node, sink: sink, last: after}
+		h.mu.Unlock()
+		res := *r.Rep
+		res.Pubs = make([]subscriptions.Publication, r.N) // they follow as notifications
+		answer(&res)
+	})
+	if moved != nil {
+		moved.sink.Lost(sid)
+		if e, ok := moved.sink.(delivery.Ender); ok {
+			e.Ended(delivery.End{Sid: sid, Uid: moved.uid, Why: delivery.EndMoved, Last: moved.last})
+		}
+	}
+	return err
+}
+
+// CatchUp resumes the subscriptions of sink that lag: their owners
+// replay what sink refused.
+func (n *Node) CatchUp(ctx context.Context, sink delivery.Sink) (int, error) {
+	h := n.h
+	var again []*route
+	h.mu.Lock()
+	for _, r := range h.routes {
+		if r.sink == sink && r.state == lagging {
+			r.state = resuming
+			again = append(again, r)
+		}
+	}
+	h.mu.Unlock()
+	for _, r := range again {
+		h.resume(r)
+	}
+	return len(again), nil
+}
+
+// Detach stops routing sid to sink, which is going away.
+func (n *Node) Detach(sid string, sink delivery.Sink) {
+	h := n.h
+	h.mu.Lock()
+	r := h.routes[sid]
+	if r == nil || r.sink != sink {
+		h.mu.Unlock()
+		return
+	}
+	delete(h.routes, sid)
+	h.mu.Unlock()
+	b, _ := json.Marshal(&request{Op: opDetach, Holder: n.cfg.ID, Sid: sid}) // strings only: cannot fail
+	n.nc.Publish(shardSubject+r.shard, b)
+}
+
+// Query is not served by a cluster yet.
+func (n *Node) Query(service.Query) ([]subscriptions.Publication, error) {
+	return nil, fmt.Errorf("%w: queries are not served by a cluster yet (docs/cluster.md)", service.ErrBadQuery)
+}
+
+// Drain waits until the shards this node owns have dispatched what they
+// released.
+func (n *Node) Drain() {
+	n.mu.Lock()
+	var svcs []*service.Service
+	for _, o := range n.owned {
+		svcs = append(svcs, o.svc)
+	}
+	n.mu.Unlock()
+	for _, s := range svcs {
+		s.Drain()
+	}
+}

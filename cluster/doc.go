@@ -1,0 +1,29 @@
+// Package cluster runs Cellcast on several nodes over a NATS cluster with
+// JetStream (docs/cluster.md).
+//
+// The geo Dewey space is split into shards (Shards). A node owns shards
+// through leases in a JetStream KV bucket: created and renewed with the
+// expected revision, lapsing after a TTL when their node stops. For each
+// shard it owns, a node runs a service.Service over a store of its own;
+// every operation that writes goes to the shard's JetStream stream, the
+// replicated log, before it is answered, and the owner runs operations
+// one at a time so the log holds them in stamp order. A node taking a
+// shard over rebuilds its store from the log (every record expires, so
+// the stream's MaxAge bounds it), lifts its clock above the stamps it
+// replayed, and appends its id to the log, which fences out an owner that
+// lost its lease without knowing: its appends name the last sequence it
+// knows and fail.
+//
+// Any node serves any client: Node implements the gateway's operations by
+// sending each to the owner of the shard it concerns over NATS. The owner
+// routes a subscription's notifications to the node holding its
+// subscriber, and that node passes them on once and in order, resumes the
+// subscription at the shard's next owner when the shard moves, and at
+// the same owner when its subscriber fell behind.
+//
+// Locks. Node.mu (leases and owned shards), holder.mu (routes and calls),
+// owner.mu (an owner's routes to holders) and remoteSink.mu are never held
+// together, except that holder.mu is held while a gateway sink's Notify
+// runs (as the hub's lock is on one node), and the hub's locks while a
+// remoteSink's Notify takes its mu.
+package cluster

@@ -1,0 +1,260 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/seed84792017/cellcast/delivery"
+	"github.com/seed84792017/cellcast/service"
+	"github.com/seed84792017/cellcast/subscriptions"
+)
+
+// Route states on the holder.
+const (
+	live     = iota
+	resuming // a resume is on its way to the shard's owner
+	lagging  // the sink refused a notification: CatchUp resumes it
+	orphan   // the shard has no owner now: resumed when it has one
+)
+
+// route is, on the node holding a subscriber, where one of its
+// subscriptions is served and what the subscriber last got.
+type route struct {
+	sid, uid, shard string
+	node            string // the owner it is routed through
+	sink            delivery.Sink
+	last            int64 // the last sequence number handed to sink
+	state           int
+}
+
+// call is a request waiting for its reply.
+type call struct {
+	done chan *reply
+	// onReply runs on the inbox goroutine before any later message from
+	// the owner is read, so routes exist before their notifications.
+	onReply func(*reply)
+}
+
+// holder keeps the routes of the subscriptions whose subscribers this
+// node serves, sends operations to shards' owners, and passes their
+// notifications on.
+type holder struct {
+	n    *Node
+	next atomic.Uint64
+
+	mu     sync.Mutex
+	calls  map[string]*call
+	routes map[string]*route // by sid
+	owner  map[string]string // shard -> node, as the lease loop last read
+}
+
+func newHolder(n *Node) *holder {
+	return &holder{n: n, calls: map[string]*call{}, routes: map[string]*route{}, owner: map[string]string{}}
+}
+
+// receive reads what is addressed to this node, in order.
+func (h *holder) receive(m *nats.Msg) {
+	kind := strings.TrimPrefix(m.Subject, nodeSubject+h.n.cfg.ID+".")
+	switch {
+	case kind == "n":
+		h.notify(m.Data)
+	case kind == "l":
+		var l lostRoute
+		if json.Unmarshal(m.Data, &l) == nil {
+			h.lost(&l)
+		}
+	case strings.HasPrefix(kind, "r."):
+		id := kind[2:]
+		h.mu.Lock()
+		c := h.calls[id]
+		delete(h.calls, id)
+		h.mu.Unlock()
+		if c == nil {
+			return // its caller gave up
+		}
+		var r reply
+		if m.Header.Get("Status") == "503" {
+			c.done <- nil // no owner listens: the caller retries
+			return
+		}
+		if err := json.Unmarshal(m.Data, &r); err != nil {
+			r = reply{Err: &wireError{Kind: "internal", Msg: "cluster: malformed reply: " + err.Error()}}
+		}
+		if c.onReply != nil {
+			c.onReply(&r)
+		}
+		c.done <- &r
+	}
+}
+
+// attemptTimeout bounds the wait for one owner's reply. Past it the
+// operation may or may not have run: the caller gets ErrUnavailable.
+const attemptTimeout = 5 * time.Second
+
+// call sends req to shard's owner and waits for the reply, retrying while
+// no owner listens (the shard is moving) until ctx ends.
+func (h *holder) call(ctx context.Context, shard string, req *request, onReply func(*reply)) (*reply, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, attemptTimeout)
+		defer cancel()
+	}
+	backoff := 20 * time.Millisecond
+	for {
+		id := strconv.FormatUint(h.next.Add(1), 36)
+		c := &call{done: make(chan *reply, 1), onReply: onReply}
+		h.mu.Lock()
+		h.calls[id] = c
+		h.mu.Unlock()
+		err := h.n.nc.PublishMsg(&nats.Msg{Subject: shardSubject + shard, Reply: nodeSubject + h.n.cfg.ID + ".r." + id, Data: body})
+		if err != nil {
+			h.forget(id)
+			return nil, fmt.Errorf("%w: %w", service.ErrUnavailable, err)
+		}
+		select {
+		case r := <-c.done:
+			if r != nil {
+				if r.Err != nil {
+					return r, fromWire(r.Err)
+				}
+				return r, nil
+			}
+		case <-ctx.Done():
+			h.forget(id)
+			return nil, fmt.Errorf("%w: no answer from shard %s: %w", service.ErrUnavailable, shard, ctx.Err())
+		}
+		select { // no owner yet
+		case <-time.After(backoff):
+			backoff = min(2*backoff, 500*time.Millisecond)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: shard %s has no owner: %w", service.ErrUnavailable, shard, ctx.Err())
+		}
+	}
+}
+
+func (h *holder) forget(id string) {
+	h.mu.Lock()
+	delete(h.calls, id)
+	h.mu.Unlock()
+}
+
+// notify passes a notification on to its subscription's sink, once, in
+// order: a route that is resuming or lagging drops it (its resume
+// replays it), and a sequence number not above the last one handed on is
+// a repeat.
+func (h *holder) notify(b []byte) {
+	w, err := decodeNotification(b)
+	if err != nil {
+		h.n.log.Error("cluster: a malformed notification", "err", err)
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r := h.routes[w.Sid]
+	if r == nil || r.state != live || w.Seq <= r.last {
+		return
+	}
+	n := &delivery.Notification{Sid: w.Sid, Uid: w.Uid, Seq: w.Seq, Prev: r.last, Pub: &subscriptions.Publication{Tp: w.Tp},
+		Body: w.Body, Replayed: w.Replayed}
+	if r.sink.Notify(n) {
+		r.last = w.Seq
+	} else {
+		r.state = lagging
+	}
+}
+
+// lost ends a route its owner ended (window over, cancelled, moved).
+func (h *holder) lost(l *lostRoute) {
+	h.mu.Lock()
+	r := h.routes[l.Sid]
+	if r == nil || r.node != l.Node || r.state == resuming {
+		h.mu.Unlock()
+		return
+	}
+	delete(h.routes, l.Sid)
+	h.mu.Unlock()
+	r.sink.Lost(l.Sid)
+	if e, ok := r.sink.(delivery.Ender); ok {
+		e.Ended(delivery.End{Sid: l.Sid, Uid: l.Uid, Why: l.Why, Last: r.last})
+	}
+}
+
+// owners learns who owns each shard, and resumes at its new owner every
+// route whose owner changed or that waits for one.
+func (h *holder) owners(m map[string]string) {
+	var again []*route
+	h.mu.Lock()
+	h.owner = m
+	for _, r := range h.routes {
+		if (r.state == live && m[r.shard] != r.node) || (r.state == orphan && m[r.shard] != "") {
+			r.state = resuming
+			again = append(again, r)
+		}
+	}
+	h.mu.Unlock()
+	for _, r := range again {
+		go h.resume(r)
+	}
+}
+
+// resume routes r through its shard's current owner from its last
+// sequence number: the owner replays what r missed, then goes live.
+func (h *holder) resume(r *route) {
+	h.mu.Lock()
+	after, sid, uid := r.last, r.sid, r.uid
+	h.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), attemptTimeout)
+	defer cancel()
+	_, err := h.call(ctx, r.shard, &request{Op: opResume, Holder: h.n.cfg.ID, Sid: sid, After: after, Owner: uid}, func(rep *reply) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.routes[sid] != r {
+			return
+		}
+		if rep.Err == nil {
+			r.state, r.node = live, rep.Node
+		}
+	})
+	if err == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.routes[sid] != r {
+		return
+	}
+	if errors.Is(err, subscriptions.ErrUnknownSid) {
+		delete(h.routes, sid) // expired or cancelled meanwhile
+		go func() {
+			r.sink.Lost(sid)
+			if e, ok := r.sink.(delivery.Ender); ok {
+				e.Ended(delivery.End{Sid: sid, Uid: uid, Why: delivery.EndWindow, Last: r.last})
+			}
+		}()
+		return
+	}
+	r.state = orphan // tried again once the lease loop sees an owner
+	h.n.log.Warn("cluster: resuming a subscription at its shard's owner", "sid", sid, "shard", r.shard, "err", err)
+}
+
+func (h *holder) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for id, c := range h.calls {
+		delete(h.calls, id)
+		c.done <- &reply{Err: &wireError{Kind: "unavailable", Msg: "cluster: node closing"}}
+	}
+}

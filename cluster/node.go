@@ -1,0 +1,326 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/seed84792017/cellcast/listdb"
+	"github.com/seed84792017/cellcast/lsm"
+	"github.com/seed84792017/cellcast/subscriptions"
+)
+
+// Config shapes a cluster node.
+type Config struct {
+	ID string // unique in the cluster; letters, digits, '-' and '_'
+	// NC reaches a NATS cluster with JetStream; the node does not close it.
+	NC     *nats.Conn
+	Dir    string // data directory: shards are rebuilt under Dir/shards
+	Shards Shards
+	// Replicas of each shard's log and of the lease buckets; default 3.
+	Replicas int
+	// MaxAge is how long a shard's log keeps a record: at least the
+	// longest life of a publication or subscription. Default: the
+	// store's limits' longest expiry or future window, plus a minute.
+	MaxAge time.Duration
+	// LeaseTTL: a node that stops renewing loses its shards this long
+	// after its last renewal; default 2 s.
+	LeaseTTL time.Duration
+	// Store and LSM configure each shard's store (listdb.Config; its
+	// Durability is ignored: the log makes writes durable).
+	Store           listdb.Config
+	LSM             *lsm.Options
+	Encode          func(*subscriptions.Publication) []byte
+	MaxBacklog      int
+	MaxBacklogBytes int64
+	Log             *slog.Logger
+}
+
+// Node is one member of a Cellcast cluster: it owns the shards its leases
+// give it and serves any client, forwarding operations to the shards'
+// owners (package doc).
+type Node struct {
+	cfg    Config
+	log    *slog.Logger
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	leases jetstream.KeyValue
+	nodes  jetstream.KeyValue
+	inbox  *nats.Subscription
+	limits subscriptions.Limits
+
+	mu      sync.Mutex
+	owned   map[string]*owner
+	revs    map[string]uint64    // lease revisions of shards owned or being taken
+	renewed map[string]time.Time // when each was last renewed
+	owners  map[string]string    // shard -> owning node, as last read
+	closed  bool
+
+	h *holder
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// Start joins the cluster. It returns once the node's inbox is served;
+// shards are taken in the background as leases allow.
+func Start(ctx context.Context, cfg Config) (*Node, error) {
+	if err := cfg.Shards.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.ID == "" || !validID(cfg.ID) {
+		return nil, fmt.Errorf("cluster: node id %q: use letters, digits, '-' and '_'", cfg.ID)
+	}
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 3
+	}
+	if cfg.LeaseTTL == 0 {
+		cfg.LeaseTTL = 2 * time.Second
+	}
+	lim := cfg.Store.Limits.WithDefaults()
+	if cfg.MaxAge == 0 {
+		cfg.MaxAge = max(lim.MaxExpiry, lim.MaxFuture) + time.Minute
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	n := &Node{cfg: cfg, log: cfg.Log.With("node", cfg.ID), nc: cfg.NC, limits: lim, owned: map[string]*owner{},
+		revs: map[string]uint64{}, renewed: map[string]time.Time{}, owners: map[string]string{}, stop: make(chan struct{}), done: make(chan struct{})}
+	var err error
+	if n.js, err = jetstream.New(cfg.NC); err != nil {
+		return nil, err
+	}
+	kv := func(bucket, what string) (jetstream.KeyValue, error) {
+		return n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, Description: what,
+			TTL: cfg.LeaseTTL, Replicas: cfg.Replicas, Storage: jetstream.FileStorage})
+	}
+	if n.leases, err = kv(leaseBucket, "Cellcast: which node owns each shard"); err != nil {
+		return nil, fmt.Errorf("cluster: lease bucket: %w", err)
+	}
+	if n.nodes, err = kv(nodeBucket, "Cellcast: live nodes"); err != nil {
+		return nil, fmt.Errorf("cluster: node bucket: %w", err)
+	}
+	n.h = newHolder(n)
+	if n.inbox, err = cfg.NC.Subscribe(nodeSubject+cfg.ID+".>", n.h.receive); err != nil {
+		return nil, err
+	}
+	n.inbox.SetPendingLimits(-1, -1)
+	if _, err := n.nodes.Put(ctx, cfg.ID, []byte(time.Now().UTC().Format(time.RFC3339))); err != nil {
+		return nil, fmt.Errorf("cluster: announcing node %s: %w", cfg.ID, err)
+	}
+	go n.run()
+	return n, nil
+}
+
+func validID(s string) bool {
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// run renews the node's heartbeat and leases, and balances shards.
+func (n *Node) run() {
+	defer close(n.done)
+	t := time.NewTicker(n.cfg.LeaseTTL / 4)
+	defer t.Stop()
+	first := true
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.LeaseTTL)
+		n.tick(ctx, !first)
+		cancel()
+		first = false // give peers starting now a tick to announce themselves
+		select {
+		case <-t.C:
+		case <-n.stop:
+			return
+		}
+	}
+}
+
+func (n *Node) tick(ctx context.Context, acquire bool) {
+	// Renew first: a slow or failing read below must not let leases lapse.
+	mine := n.renew(ctx)
+	if _, err := n.nodes.Put(ctx, n.cfg.ID, []byte(time.Now().UTC().Format(time.RFC3339))); err != nil {
+		n.log.Warn("cluster: heartbeat", "err", err)
+	}
+	alive, err := n.nodes.Keys(ctx)
+	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
+		n.log.Warn("cluster: listing nodes", "err", err)
+		return
+	}
+	all := n.cfg.Shards.All()
+	target := (len(all) + max(len(alive), 1) - 1) / max(len(alive), 1)
+	owners := map[string]string{}
+	var free []string
+	for _, s := range all {
+		e, err := n.leases.Get(ctx, s)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			free = append(free, s)
+		case err != nil:
+			n.log.Warn("cluster: reading a lease", "shard", s, "err", err)
+			return
+		default:
+			owners[s] = string(e.Value())
+		}
+	}
+	// More than a fair share: hand the last ones over.
+	for len(mine) > target {
+		s := mine[len(mine)-1]
+		mine = mine[:len(mine)-1]
+		n.mu.Lock()
+		rev := n.revs[s]
+		n.mu.Unlock()
+		n.lose(s)
+		if err := n.leases.Delete(ctx, s, jetstream.LastRevision(rev)); err != nil {
+			n.log.Warn("cluster: releasing a lease", "shard", s, "err", err)
+		}
+		delete(owners, s)
+		n.log.Info("cluster: shard released for balance", "shard", s, "target", target)
+	}
+	for _, s := range free {
+		if !acquire || len(mine) >= target {
+			break
+		}
+		rev, err := n.leases.Create(ctx, s, []byte(n.cfg.ID))
+		if err != nil {
+			continue // another node was first
+		}
+		n.mu.Lock()
+		n.revs[s], n.renewed[s] = rev, time.Now()
+		n.mu.Unlock()
+		mine = append(mine, s)
+		owners[s] = n.cfg.ID
+		go n.take(s)
+	}
+	n.h.owners(owners)
+}
+
+// renew renews the leases of the shards this node owns or is taking, and
+// returns them. A lease whose revision moved on is lost; one that could
+// not be renewed for a whole TTL may have lapsed, and is given up.
+func (n *Node) renew(ctx context.Context) []string {
+	n.mu.Lock()
+	var mine []string
+	for s := range n.revs {
+		mine = append(mine, s)
+	}
+	n.mu.Unlock()
+	sort.Strings(mine)
+	kept := mine[:0]
+	for _, s := range mine {
+		n.mu.Lock()
+		rev, at := n.revs[s], n.renewed[s]
+		n.mu.Unlock()
+		r, err := n.leases.Update(ctx, s, []byte(n.cfg.ID), rev)
+		if err != nil {
+			var apiErr *jetstream.APIError
+			if errors.As(err, &apiErr) || time.Since(at) > n.cfg.LeaseTTL {
+				n.log.Warn("cluster: a lease was lost", "shard", s, "err", err)
+				n.lose(s)
+				continue
+			}
+			n.log.Warn("cluster: renewing a lease", "shard", s, "err", err)
+			kept = append(kept, s)
+			continue
+		}
+		n.mu.Lock()
+		if _, ok := n.revs[s]; ok {
+			n.revs[s], n.renewed[s] = r, time.Now()
+		}
+		n.mu.Unlock()
+		kept = append(kept, s)
+	}
+	return kept
+}
+
+// take rebuilds shard s from its log and serves it, unless its lease was
+// lost meanwhile (the lease is renewed while the log replays).
+func (n *Node) take(s string) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	o, err := openOwner(ctx, n, s)
+	if err != nil {
+		n.log.Error("cluster: taking a shard", "shard", s, "err", err)
+		n.lose(s)
+		return
+	}
+	n.mu.Lock()
+	_, leased := n.revs[s]
+	keep := leased && !n.closed
+	if keep {
+		n.owned[s] = o
+	}
+	n.mu.Unlock()
+	if !keep {
+		o.close()
+		return
+	}
+	n.log.Info("cluster: shard taken", "shard", s, "took", time.Since(start))
+}
+
+// lose stops serving shard s, if this node serves it.
+func (n *Node) lose(s string) {
+	n.mu.Lock()
+	o := n.owned[s]
+	delete(n.owned, s)
+	delete(n.revs, s)
+	delete(n.renewed, s)
+	n.mu.Unlock()
+	if o != nil {
+		o.close()
+	}
+}
+
+// Owned lists the shards this node serves.
+func (n *Node) Owned() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []string
+	for s := range n.owned {
+		out = append(out, s)
+	}
+	return out
+}
+
+// Close hands the node's shards over and leaves the cluster.
+func (n *Node) Close() error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil
+	}
+	n.closed = true
+	n.mu.Unlock()
+	close(n.stop)
+	<-n.done
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	n.mu.Lock()
+	var mine []string
+	for s := range n.revs {
+		mine = append(mine, s)
+	}
+	n.mu.Unlock()
+	for _, s := range mine {
+		n.mu.Lock()
+		rev := n.revs[s]
+		n.mu.Unlock()
+		n.lose(s)
+		n.leases.Delete(ctx, s, jetstream.LastRevision(rev))
+	}
+	n.nodes.Delete(ctx, n.cfg.ID)
+	n.h.close()
+	return n.inbox.Unsubscribe()
+}

@@ -1,0 +1,296 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/seed84792017/cellcast/dualdb"
+	"github.com/seed84792017/cellcast/listdb"
+	"github.com/seed84792017/cellcast/service"
+	"github.com/seed84792017/cellcast/subscriptions"
+)
+
+// owner serves one shard on this node: a service over a store of its own,
+// fed by requests on the shard's subject and written to the shard's log
+// before each answer.
+type owner struct {
+	n     *Node
+	name  string
+	log   *shardLog
+	svc   *service.Service
+	sub   *nats.Subscription
+	ops   chan *op
+	quit  chan struct{}
+	done  chan struct{}
+	mu    sync.Mutex
+	sinks map[string]*remoteSink // holder node + " " + sid
+	// closing: the shard is being handed over; its routes end here
+	// without telling holders, who resume at the next owner.
+	closing bool
+}
+
+type op struct {
+	req   request
+	reply string
+}
+
+// openOwner rebuilds the shard from its log into a fresh store and starts
+// serving it. The store is rebuilt, not reused: a store this node kept
+// may hold writes that never reached the log (appended by a fenced-out
+// owner, or answered with an error).
+func openOwner(ctx context.Context, n *Node, name string) (*owner, error) {
+	dir := filepath.Join(n.cfg.Dir, "shards", name)
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	lcfg := n.cfg.Store
+	lcfg.Durability = listdb.Written // the log is what makes a write durable
+	store, err := dualdb.Open(dir, lcfg, n.cfg.LSM)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: shard %s store: %w", name, err)
+	}
+	o := &owner{n: n, name: name, ops: make(chan *op, 4096), quit: make(chan struct{}), done: make(chan struct{}),
+		sinks: map[string]*remoteSink{}}
+	fail := func(err error) (*owner, error) {
+		store.Close()
+		return nil, err
+	}
+	if o.log, err = openLog(ctx, n.js, name, n.cfg.Replicas, n.cfg.MaxAge); err != nil {
+		return fail(err)
+	}
+	err = o.log.replay(ctx, 0, func(seq uint64, batch []entry) error {
+		for _, e := range batch {
+			var err error
+			switch e.kind {
+			case entrySub, entryPub:
+				err = store.Restore(ctx, e.body)
+			case entryCancel:
+				if err = store.Unsubscribe(ctx, string(e.body)); errors.Is(err, subscriptions.ErrUnknownSid) {
+					err = nil // expired meanwhile
+				}
+			}
+			if err != nil {
+				return fmt.Errorf("cluster: shard %s log sequence %d: %w", name, seq, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fail(err)
+	}
+	// From this append on, a previous owner that still thinks it owns
+	// the shard fails to write.
+	if _, err := o.log.append(ctx, appendEntry(nil, entryOwner, []byte(n.cfg.ID))); err != nil {
+		return fail(err)
+	}
+	o.svc = service.New(service.Config{Store: store, Encode: n.cfg.Encode, MaxBacklog: n.cfg.MaxBacklog,
+		MaxBacklogBytes: n.cfg.MaxBacklogBytes, Log: n.log})
+	if o.sub, err = n.nc.Subscribe(shardSubject+name, o.take); err != nil {
+		o.svc.Close()
+		return nil, err
+	}
+	o.sub.SetPendingLimits(-1, -1)
+	go o.loop()
+	return o, nil
+}
+
+// take queues a request for the loop.
+func (o *owner) take(m *nats.Msg) {
+	var r request
+	if err := json.Unmarshal(m.Data, &r); err != nil {
+		o.n.log.Error("cluster: a malformed request on a shard subject", "shard", o.name, "err", err)
+		return
+	}
+	select {
+	case o.ops <- &op{req: r, reply: m.Reply}:
+	default:
+		o.answer(m.Reply, &reply{Err: toWire(fmt.Errorf("%w: shard %s has too many requests queued", service.ErrUnavailable, o.name))})
+	}
+}
+
+func (o *owner) answer(subject string, r *reply) {
+	if subject == "" {
+		return
+	}
+	r.Node = o.n.cfg.ID
+	b, err := json.Marshal(r)
+	if err != nil {
+		b, _ = json.Marshal(&reply{Err: &wireError{Kind: "internal", Msg: err.Error()}})
+	}
+	if err := o.n.nc.Publish(subject, b); err != nil {
+		o.n.log.Error("cluster: sending a reply", "err", err)
+	}
+}
+
+// loop runs the shard's operations one at a time, so the log holds them
+// in stamp order, and writes each batch of them to the log in one append
+// before it answers them: group commit over the replicated log.
+func (o *owner) loop() {
+	defer close(o.done)
+	for {
+		var batch []*op
+		select {
+		case p := <-o.ops:
+			batch = append(batch, p)
+		case <-o.quit:
+			return
+		}
+	more:
+		for len(batch) < 256 {
+			select {
+			case p := <-o.ops:
+				batch = append(batch, p)
+			default:
+				break more
+			}
+		}
+		var log []byte
+		finish := make([]func(error), 0, len(batch))
+		for _, p := range batch {
+			finish = append(finish, o.exec(p, &log))
+		}
+		var err error
+		if len(log) > 0 {
+			_, err = o.log.append(context.Background(), log)
+			if err != nil {
+				o.n.log.Error("cluster: the shard's log refused a write; giving the shard up", "shard", o.name, "err", err)
+				err = fmt.Errorf("%w: %w", service.ErrUnavailable, err)
+			}
+		}
+		for _, f := range finish {
+			f(err)
+		}
+		if err != nil {
+			go o.n.lose(o.name) // which waits for this loop to end
+			return
+		}
+	}
+}
+
+// exec runs one operation, appends what it wrote to log, and returns
+// what answers it once log has been written (or failed to be).
+func (o *owner) exec(p *op, log *[]byte) func(error) {
+	ctx := context.Background()
+	r := &p.req
+	fail := func(err error) func(error) {
+		return func(error) { o.answer(p.reply, &reply{Err: toWire(err)}) }
+	}
+	switch r.Op {
+	case opSubscribe:
+		if r.Sub == nil {
+			return fail(fmt.Errorf("%w: subscribe without a request", subscriptions.ErrBadRequest))
+		}
+		k := &remoteSink{o: o, holder: r.Holder, held: true}
+		var res *subscriptions.SubscribeResult
+		err := o.svc.Subscribe(ctx, r.Sub, k, func(sr *subscriptions.SubscribeResult, sid string) {
+			res, k.sid = sr, sid
+			o.mu.Lock()
+			o.sinks[r.Holder+" "+sid] = k
+			o.mu.Unlock()
+		})
+		if err != nil {
+			return fail(err)
+		}
+		if res.Stored {
+			*log = appendEntry(*log, entrySub, listdb.EncodeSubscription(&res.Sub))
+		}
+		return func(err error) {
+			if err != nil {
+				o.answer(p.reply, &reply{Err: toWire(err)})
+				return
+			}
+			o.answer(p.reply, &reply{Sid: k.sid, SubR: res})
+			k.release()
+		}
+	case opPublish:
+		if r.Pub == nil {
+			return fail(fmt.Errorf("%w: publish without a request", subscriptions.ErrBadRequest))
+		}
+		var res *subscriptions.PublishResult
+		if err := o.svc.Publish(ctx, r.Pub, func(pr *subscriptions.PublishResult) { res = pr }); err != nil {
+			return fail(err)
+		}
+		if res.Stored {
+			*log = appendEntry(*log, entryPub, listdb.EncodePublication(&res.Pub))
+		}
+		out := &reply{PubR: &subscriptions.PublishResult{Pub: res.Pub, Stored: res.Stored, Recent: res.Recent}, Match: len(res.Matches)}
+		return func(err error) {
+			if err != nil {
+				out = &reply{Err: toWire(err)}
+			}
+			o.answer(p.reply, out)
+		}
+	case opUnsubscribe:
+		if err := o.svc.Unsubscribe(ctx, r.Sid, r.Owner); err != nil {
+			return fail(err)
+		}
+		*log = appendEntry(*log, entryCancel, []byte(r.Sid))
+		return func(err error) {
+			out := &reply{}
+			if err != nil {
+				out.Err = toWire(err)
+			}
+			o.answer(p.reply, out)
+		}
+	case opResume:
+		key := r.Holder + " " + r.Sid
+		o.mu.Lock()
+		k := o.sinks[key]
+		if k == nil {
+			k = &remoteSink{o: o, holder: r.Holder, sid: r.Sid}
+			o.sinks[key] = k
+		}
+		o.mu.Unlock()
+		k.hold()
+		var res *subscriptions.ReplayResult
+		err := o.svc.Resume(ctx, r.Sid, r.After, r.Owner, k, func(rr *subscriptions.ReplayResult) { res = rr })
+		if err != nil {
+			k.release()
+			return fail(err)
+		}
+		return func(error) {
+			o.answer(p.reply, &reply{Sid: r.Sid, Rep: &subscriptions.ReplayResult{Sub: res.Sub, Now: res.Now}, N: len(res.Pubs)})
+			k.release()
+		}
+	case opDetach:
+		o.mu.Lock()
+		k := o.sinks[r.Holder+" "+r.Sid]
+		delete(o.sinks, r.Holder+" "+r.Sid)
+		o.mu.Unlock()
+		if k != nil {
+			o.svc.Detach(r.Sid, k)
+		}
+		return func(error) { o.answer(p.reply, &reply{}) }
+	}
+	return fail(fmt.Errorf("%w: unknown cluster operation %q", subscriptions.ErrBadRequest, r.Op))
+}
+
+// close stops serving the shard. Its routes end without telling the
+// holders, which resume them at the shard's next owner.
+func (o *owner) close() {
+	o.mu.Lock()
+	o.closing = true
+	o.mu.Unlock()
+	o.sub.Unsubscribe()
+	close(o.quit)
+	<-o.done
+	for {
+		select {
+		case p := <-o.ops:
+			o.answer(p.reply, &reply{Err: toWire(fmt.Errorf("%w: shard %s is moving", service.ErrUnavailable, o.name))})
+			continue
+		default:
+		}
+		break
+	}
+	if err := o.svc.Close(); err != nil {
+		o.n.log.Warn("cluster: closing a shard's store", "shard", o.name, "err", err)
+	}
+}

@@ -1,0 +1,132 @@
+package cluster
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Entries of a shard's log. A log message is a batch of entries: a byte
+// of kind, a uvarint length, the body.
+const (
+	entrySub    = 's' // a subscription record (listdb.EncodeSubscription)
+	entryPub    = 'p' // a publication record (listdb.EncodePublication)
+	entryCancel = 'c' // the sid of a cancelled subscription
+	entryOwner  = 'o' // a new owner's id: fences out the one before
+)
+
+type entry struct {
+	kind byte
+	body []byte
+}
+
+func appendEntry(b []byte, kind byte, body []byte) []byte {
+	b = append(b, kind)
+	b = binary.AppendUvarint(b, uint64(len(body)))
+	return append(b, body...)
+}
+
+func decodeBatch(b []byte) ([]entry, error) {
+	var out []entry
+	for len(b) > 0 {
+		kind := b[0]
+		l, k := binary.Uvarint(b[1:])
+		if k <= 0 || uint64(len(b)-1-k) < l {
+			return nil, errors.New("cluster: damaged log batch")
+		}
+		out = append(out, entry{kind: kind, body: b[1+k : 1+k+int(l)]})
+		b = b[1+k+int(l):]
+	}
+	return out, nil
+}
+
+// shardLog is a shard's JetStream stream: the replicated log its owner
+// appends to before it answers, and a new owner replays.
+type shardLog struct {
+	js      jetstream.JetStream
+	stream  string
+	subject string
+	last    uint64 // the last sequence this owner knows the stream holds
+	msgs    uint64 // messages the stream held when opened
+}
+
+// openLog creates or updates the shard's stream. maxAge covers the
+// longest life of any record, so the stream holds the shard's live state.
+func openLog(ctx context.Context, js jetstream.JetStream, shard string, replicas int, maxAge time.Duration) (*shardLog, error) {
+	l := &shardLog{js: js, stream: streamPrefix + shard, subject: logSubject + shard}
+	s, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name: l.stream, Subjects: []string{l.subject}, Storage: jetstream.FileStorage,
+		Replicas: replicas, MaxAge: maxAge, Discard: jetstream.DiscardOld,
+		Description: "Cellcast shard " + shard + ": its replicated log (docs/cluster.md)",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: stream %s: %w", l.stream, err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: stream %s: %w", l.stream, err)
+	}
+	l.last, l.msgs = info.State.LastSeq, info.State.Msgs
+	return l, nil
+}
+
+// replay calls apply for each batch after sequence from, up to the last
+// sequence the stream held when replay began, and returns that sequence.
+func (l *shardLog) replay(ctx context.Context, from uint64, apply func(seq uint64, batch []entry) error) error {
+	if l.last <= from || l.msgs == 0 {
+		return nil
+	}
+	c, err := l.js.OrderedConsumer(ctx, l.stream, jetstream.OrderedConsumerConfig{
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from + 1})
+	if err != nil {
+		return fmt.Errorf("cluster: replaying %s: %w", l.stream, err)
+	}
+	it, err := c.Messages(jetstream.PullMaxMessages(1024))
+	if err != nil {
+		return fmt.Errorf("cluster: replaying %s: %w", l.stream, err)
+	}
+	defer it.Stop()
+	for {
+		m, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return fmt.Errorf("cluster: replaying %s: %w", l.stream, err)
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return err
+		}
+		batch, err := decodeBatch(m.Data())
+		if err != nil {
+			return fmt.Errorf("%w at %s sequence %d", err, l.stream, md.Sequence.Stream)
+		}
+		if err := apply(md.Sequence.Stream, batch); err != nil {
+			return err
+		}
+		if md.Sequence.Stream >= l.last {
+			return nil
+		}
+	}
+}
+
+// errFenced: another node appended to the shard's log; this one no
+// longer owns it.
+var errFenced = errors.New("cluster: another node wrote to the shard's log")
+
+// append writes a batch after the last sequence this owner knows, so an
+// owner that lost its lease without knowing cannot write after the next.
+func (l *shardLog) append(ctx context.Context, batch []byte) (uint64, error) {
+	ack, err := l.js.Publish(ctx, l.subject, batch, jetstream.WithExpectLastSequence(l.last), jetstream.WithExpectStream(l.stream))
+	if err != nil {
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+			return 0, errFenced
+		}
+		return 0, fmt.Errorf("cluster: appending to %s: %w", l.stream, err)
+	}
+	l.last = ack.Sequence
+	return ack.Sequence, nil
+}

@@ -1,0 +1,105 @@
+package cluster
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/seed84792017/cellcast/subscriptions"
+)
+
+// TopicShard holds the whole topic namespace: topic trees are shallow and
+// their traffic small next to the geo cells', so they are not split.
+const TopicShard = "t"
+
+// Shards splits the geo Dewey space into the subtrees at Depth: shard
+// "g14" holds the cells under 1.4. A quad tree numbers children 1–4; a
+// raw cell id with larger components folds them onto 1–4, so every cell
+// has a shard and overlap between cells carries over to their shards.
+//
+// Exactly one shard matches each (publication, subscription) pair:
+//
+//   - A subscription lives in one shard, its home: the shard of its cell,
+//     or for a cell above the shard depth the first shard under it.
+//   - A publication is stored in every shard holding a subscription it
+//     can overlap: the shards under its cell, and the homes of its
+//     ancestors above the shard depth.
+//
+// A subscription thus gets all its notifications from one shard, in that
+// shard's stamp order, so sequence numbers and resume mean what they mean
+// on one node.
+type Shards struct {
+	Depth int // 1–4; 4^Depth geo shards
+}
+
+// All lists every shard, geo shards in order and then the topic shard.
+func (m Shards) All() []string {
+	names := []string{""}
+	for range m.Depth {
+		var next []string
+		for _, n := range names {
+			for c := '1'; c <= '4'; c++ {
+				next = append(next, n+string(c))
+			}
+		}
+		names = next
+	}
+	for i := range names {
+		names[i] = "g" + names[i]
+	}
+	return append(names, TopicShard)
+}
+
+// Validate checks the depth.
+func (m Shards) Validate() error {
+	if m.Depth < 1 || m.Depth > 4 {
+		return fmt.Errorf("cluster: shard depth %d: use 1 to 4 (4 to 256 geo shards)", m.Depth)
+	}
+	return nil
+}
+
+// digits folds the first n components of c onto 1–4.
+func digits(c subscriptions.Cell, n int) string {
+	var b strings.Builder
+	for _, x := range c.ID[:min(n, len(c.ID))] {
+		b.WriteByte(byte('1' + (int(x)-1)%4))
+	}
+	return b.String()
+}
+
+// Home is the shard a subscription at c lives in.
+func (m Shards) Home(c subscriptions.Cell) string {
+	if c.NS != subscriptions.NSCell {
+		return TopicShard
+	}
+	d := digits(c, m.Depth)
+	return "g" + d + strings.Repeat("1", m.Depth-len(d))
+}
+
+// Targets are the shards a publication at c is stored in: Home(c) first
+// (its answer is the one the publisher gets), then the others.
+func (m Shards) Targets(c subscriptions.Cell) []string {
+	if c.NS != subscriptions.NSCell {
+		return []string{TopicShard}
+	}
+	home := m.Home(c)
+	out := []string{home}
+	seen := map[string]bool{home: true}
+	add := func(s string) {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	d := digits(c, m.Depth)
+	// Subscriptions at ancestors above the shard depth live in their homes.
+	for k := 1; k < len(d); k++ {
+		add("g" + d[:k] + strings.Repeat("1", m.Depth-k))
+	}
+	// Subscriptions below c (or at c) live in the shards under it.
+	for _, s := range m.All() {
+		if s != TopicShard && strings.HasPrefix(s[1:], d) {
+			add(s)
+		}
+	}
+	return out
+}

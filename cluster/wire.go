@@ -1,0 +1,182 @@
+package cluster
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/seed84792017/cellcast/delivery"
+	"github.com/seed84792017/cellcast/service"
+	"github.com/seed84792017/cellcast/subscriptions"
+)
+
+// Subjects between nodes. A shard's owner alone listens on its request
+// subject; a node reads everything addressed to it (replies,
+// notifications, lost routes) on one subscription, so a reply and the
+// notifications sent after it arrive in the order they were sent.
+const (
+	shardSubject = "cellcast.cluster.shard."  // + shard
+	nodeSubject  = "cellcast.cluster.node."   // + node + ".r.<req>" | ".n" | ".l"
+	logSubject   = "cellcast.cluster.log."    // + shard: the shard's stream
+	streamPrefix = "CELLCAST_"                // + shard
+	leaseBucket  = "cellcast_leases"          // shard -> node
+	nodeBucket   = "cellcast_nodes"           // node -> heartbeat
+	pingSubject  = "cellcast.cluster.members" // a node answers with its id
+)
+
+// Operations a node asks of a shard's owner.
+const (
+	opSubscribe   = "sub"
+	opPublish     = "pub"
+	opUnsubscribe = "unsub"
+	opResume      = "resume"
+	opDetach      = "detach"
+)
+
+// request is one operation sent to a shard's owner.
+type request struct {
+	Op     string                          `json:"op"`
+	Holder string                          `json:"holder,omitempty"` // the node holding the subscriber
+	Sub    *subscriptions.SubscribeRequest `json:"sub,omitempty"`
+	Pub    *subscriptions.PublishRequest   `json:"pub,omitempty"`
+	Sid    string                          `json:"sid,omitempty"`
+	After  int64                           `json:"after,omitempty"`
+	Owner  string                          `json:"owner,omitempty"` // the uid that must own Sid
+}
+
+// reply is the owner's answer.
+type reply struct {
+	Err   *wireError                     `json:"err,omitempty"`
+	Sid   string                         `json:"sid,omitempty"`
+	SubR  *subscriptions.SubscribeResult `json:"subr,omitempty"`
+	PubR  *subscriptions.PublishResult   `json:"pubr,omitempty"`
+	Match int                            `json:"match,omitempty"` // len(PubR.Matches), which stay home
+	Rep   *subscriptions.ReplayResult    `json:"rep,omitempty"`
+	N     int                            `json:"n,omitempty"`    // len(Rep.Pubs), which follow as notifications
+	Node  string                         `json:"node,omitempty"` // the owner that answered
+}
+
+// wireError carries an error's kind across nodes, so that a client gets
+// the code it would get from one node.
+type wireError struct {
+	Kind  string        `json:"kind"`
+	Msg   string        `json:"msg"`
+	Retry time.Duration `json:"retry,omitempty"`
+}
+
+// Error kinds, matched with errors.Is on the receiving side.
+var (
+	// ErrTopics: topic names are not served by a cluster yet.
+	ErrTopics = fmt.Errorf("%w: topics are not served by a cluster yet (docs/cluster.md)", subscriptions.ErrBadRequest)
+)
+
+func (e *wireError) Error() string { return e.Msg }
+
+// notification is what a shard owner sends to the node holding a
+// subscription: the sid, its sequence numbers, the publication's stamp and
+// its rendering (every node renders alike).
+type notification struct {
+	Sid, Uid      string
+	Seq, Prev, Tp int64
+	Replayed      bool
+	Body          []byte
+}
+
+// lostRoute tells the holder that a subscription no longer routes to it.
+type lostRoute struct {
+	Sid  string             `json:"sid"`
+	Uid  string             `json:"uid"`
+	Why  delivery.EndReason `json:"why"`
+	Last int64              `json:"last"`
+	Node string             `json:"node"` // the owner that sent it
+}
+
+func encodeNotification(b []byte, n *delivery.Notification) []byte {
+	b = binary.AppendUvarint(b, uint64(len(n.Sid)))
+	b = append(b, n.Sid...)
+	b = binary.AppendUvarint(b, uint64(len(n.Uid)))
+	b = append(b, n.Uid...)
+	b = binary.AppendVarint(b, n.Seq)
+	b = binary.AppendVarint(b, n.Prev)
+	b = binary.AppendVarint(b, n.Pub.Tp)
+	flag := byte(0)
+	if n.Replayed {
+		flag = 1
+	}
+	b = append(b, flag)
+	return append(b, n.Body...)
+}
+
+var errShort = errors.New("cluster: short notification")
+
+func decodeNotification(b []byte) (*notification, error) {
+	n := &notification{}
+	str := func() string {
+		l, k := binary.Uvarint(b)
+		if k <= 0 || uint64(len(b)-k) < l {
+			b = nil
+			return ""
+		}
+		s := string(b[k : k+int(l)])
+		b = b[k+int(l):]
+		return s
+	}
+	num := func() int64 {
+		v, k := binary.Varint(b)
+		if k <= 0 {
+			b = nil
+			return 0
+		}
+		b = b[k:]
+		return v
+	}
+	n.Sid = str()
+	n.Uid = str()
+	n.Seq = num()
+	n.Prev = num()
+	n.Tp = num()
+	if len(b) == 0 {
+		return nil, errShort
+	}
+	n.Replayed = b[0] == 1
+	n.Body = b[1:]
+	return n, nil
+}
+
+// toWire carries err's kind to another node.
+func toWire(err error) *wireError {
+	var oe *delivery.OverloadedError
+	w := &wireError{Kind: "internal", Msg: err.Error()}
+	switch {
+	case errors.As(err, &oe):
+		w.Kind, w.Retry = "overloaded", oe.RetryAfter
+	case errors.Is(err, delivery.ErrForbidden):
+		w.Kind = "forbidden"
+	case errors.Is(err, subscriptions.ErrUnknownSid):
+		w.Kind = "unknown_sid"
+	case errors.Is(err, subscriptions.ErrBadRequest):
+		w.Kind = "bad_request"
+	case errors.Is(err, service.ErrUnavailable):
+		w.Kind = "unavailable"
+	}
+	return w
+}
+
+// fromWire turns a wire error back into one that errors.Is and errors.As
+// match as on the node that made it.
+func fromWire(w *wireError) error {
+	switch w.Kind {
+	case "overloaded":
+		return &delivery.OverloadedError{RetryAfter: w.Retry}
+	case "forbidden":
+		return fmt.Errorf("%w (%s)", delivery.ErrForbidden, w.Msg)
+	case "unknown_sid":
+		return fmt.Errorf("%w (%s)", subscriptions.ErrUnknownSid, w.Msg)
+	case "bad_request":
+		return fmt.Errorf("%w (%s)", subscriptions.ErrBadRequest, w.Msg)
+	case "unavailable":
+		return fmt.Errorf("%w (%s)", service.ErrUnavailable, w.Msg)
+	}
+	return w
+}

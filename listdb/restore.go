@@ -1,0 +1,92 @@
+package listdb
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/seed84792017/cellcast/subscriptions"
+)
+
+// ErrClockFixed is returned by Restore when the store's clock cannot be
+// lifted above a restored stamp (it is not a *subscriptions.SystemClock
+// or another clock with AtLeast).
+var ErrClockFixed = fmt.Errorf("listdb: the store's clock cannot be lifted above restored stamps")
+
+// Restore writes a record stamped elsewhere, a one-record fragment made
+// by EncodeSubscription or EncodePublication (a cluster shard's
+// replicated log, replayed by its new owner), under the keys its own
+// SUBSCRIBE or PUBLISH stored it under, and lifts the clock above its
+// stamp so later operations stamp after it. It matches nothing and
+// notifies nobody: that happened when the record was first written.
+// Records must come in stamp order, as the store wrote them; a record
+// that has expired is skipped.
+func (st *Store) Restore(ctx context.Context, frag []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	lift, ok := st.clock.(interface{ AtLeast(int64) })
+	if !ok {
+		return ErrClockFixed
+	}
+	var (
+		rec  Rec
+		n    int
+		cell subscriptions.Cell
+		uid  string
+		list = Pubs
+	)
+	err := forEach(frag, func(r *Rec) bool {
+		rec, n = *r, n+1
+		return true
+	})
+	if err == nil && n != 1 {
+		err = fmt.Errorf("%w: a restored fragment holds %d records, not one", ErrCorrupt, n)
+	}
+	if err != nil {
+		return err
+	}
+	switch rec.Kind {
+	case KindPublication:
+		p, err := rec.Publication()
+		if err != nil {
+			return err
+		}
+		cell = p.Cell
+	case KindSubscription:
+		s, err := rec.Subscription()
+		if err != nil {
+			return err
+		}
+		cell, list = s.Cell, Subs
+		if s.SelfJoin {
+			uid = s.Uid
+		}
+	default:
+		return fmt.Errorf("%w: a restored record of kind %d (cancels are restored by Unsubscribe)", ErrCorrupt, rec.Kind)
+	}
+	st.mu.Lock()
+	lift.AtLeast(rec.T)
+	now := st.clock.Now()
+	if rec.Tmax <= now {
+		st.mu.Unlock()
+		return nil
+	}
+	st.cfg.inflight.begin(now)
+	defer st.cfg.inflight.end(now)
+	keys, err := st.cellsFor(cell)
+	if err == nil && uid != "" {
+		keys = append(keys, userKey(uid))
+	}
+	if err == nil {
+		err = st.raiseMarks(list, cell, rec.Tmax-rec.T)
+	}
+	var c Commit
+	if err == nil {
+		c, err = st.write(list, keys, frag, now)
+	}
+	st.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return st.settle(c)
+}
