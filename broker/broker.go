@@ -20,6 +20,7 @@ import (
 
 	"github.com/seed84792017/cellcast/auth"
 	"github.com/seed84792017/cellcast/catalog"
+	"github.com/seed84792017/cellcast/cluster"
 	"github.com/seed84792017/cellcast/demo"
 	"github.com/seed84792017/cellcast/dewey"
 	"github.com/seed84792017/cellcast/dualdb"
@@ -93,7 +94,9 @@ type Config struct {
 	// AllowedOrigins are the web origins, besides the broker's own, whose
 	// pages may open a WebSocket ("*" for any); default none.
 	AllowedOrigins []string
-	Log            *slog.Logger
+	// Cluster makes the broker a node of a cluster; zero: it runs alone.
+	Cluster ClusterConfig
+	Log     *slog.Logger
 }
 
 // Broker is a running broker.
@@ -104,7 +107,9 @@ type Broker struct {
 	catalog  *catalog.Catalog
 	ns       *server.Server
 	nc       *nats.Conn
-	svc      *service.Service
+	svc      *service.Service // nil on a cluster node
+	node     *cluster.Node    // nil when alone
+	pings    *nats.Subscription
 	gw       *gateway.Gateway
 	stopNATS func() error
 	http     *http.Server
@@ -200,35 +205,64 @@ func Start(cfg Config) (_ *Broker, err error) {
 	if cfg.Limits.MaxDepth != 0 && cfg.Limits.MaxDepth < cfg.GeoDepth {
 		return nil, fmt.Errorf("max depth %d is below the geo depth %d", cfg.Limits.MaxDepth, cfg.GeoDepth)
 	}
-	if err := b.openStore(); err != nil {
-		return nil, err
-	}
-	if err := b.openCatalog(); err != nil {
-		return nil, err
-	}
-	if b.catalog != nil {
-		if _, err := b.catalog.Reconcile(context.Background(), b.store); err != nil {
-			return nil, fmt.Errorf("reconciling the catalog with the store: %w", err)
+	if cfg.clustered() {
+		if err := b.connectNATS(verifier, tlsConf); err != nil {
+			return nil, err
 		}
-	}
-	if err := b.connectNATS(verifier, tlsConf); err != nil {
-		return nil, err
+		if err := b.checkAlone(); err != nil {
+			return nil, err
+		}
+	} else {
+		if err := b.openStore(); err != nil {
+			return nil, err
+		}
+		if err := b.openCatalog(); err != nil {
+			return nil, err
+		}
+		if b.catalog != nil {
+			if _, err := b.catalog.Reconcile(context.Background(), b.store); err != nil {
+				return nil, fmt.Errorf("reconciling the catalog with the store: %w", err)
+			}
+		}
+		if err := b.connectNATS(verifier, tlsConf); err != nil {
+			return nil, err
+		}
+		if cfg.NATSURL != "" {
+			if err := b.checkAlone(); err != nil {
+				return nil, err
+			}
+		}
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	loc := gateway.NewLocator(tree, b.store.Topics())
-	// The service owns the store and the catalog from here on.
-	b.svc = service.New(service.Config{Store: b.store, Catalog: b.catalog, Encode: loc.EncodePublication,
-		MaxBacklog: cfg.MaxBacklog, MaxBacklogBytes: cfg.MaxBacklogBytes, Log: b.log})
-	b.gw = gateway.New(gateway.Config{Service: b.svc, Locator: loc, Auth: verifier, Limits: cfg.Gateway, Metrics: gateway.NewMetrics(reg), Log: b.log,
-		AllowedOrigins: cfg.AllowedOrigins})
-	registerService(reg, b.svc)
-	names := []string{"dualdb"}
-	if cfg.Storage == "twodb" {
-		names = []string{"pubs", "subs"}
+	var core gateway.Core
+	var loc *gateway.Locator
+	if cfg.clustered() {
+		// Topic names need a registry every node agrees on: not yet.
+		loc = gateway.NewLocator(tree, nil)
+		if b.node, err = b.startNode(loc); err != nil {
+			return nil, err
+		}
+		core = b.node
+	} else {
+		loc = gateway.NewLocator(tree, b.store.Topics())
+		// The service owns the store and the catalog from here on.
+		b.svc = service.New(service.Config{Store: b.store, Catalog: b.catalog, Encode: loc.EncodePublication,
+			MaxBacklog: cfg.MaxBacklog, MaxBacklogBytes: cfg.MaxBacklogBytes, Log: b.log})
+		core = b.svc
+		registerService(reg, b.svc)
+		names := []string{"dualdb"}
+		if cfg.Storage == "twodb" {
+			names = []string{"pubs", "subs"}
+		}
+		reg.MustRegister(newEngineCollector(b.store, names))
 	}
-	reg.MustRegister(newEngineCollector(b.store, names))
+	b.gw = gateway.New(gateway.Config{Service: core, Locator: loc, Auth: verifier, Limits: cfg.Gateway, Metrics: gateway.NewMetrics(reg), Log: b.log,
+		AllowedOrigins: cfg.AllowedOrigins})
 	if b.stopNATS, err = b.gw.ServeNATS(b.nc); err != nil {
+		return nil, fmt.Errorf("nats subscriptions: %w", err)
+	}
+	if b.pings, err = b.answerPings(); err != nil {
 		return nil, fmt.Errorf("nats subscriptions: %w", err)
 	}
 	if cfg.NATSURL != "" {
@@ -243,7 +277,8 @@ func Start(cfg Config) (_ *Broker, err error) {
 		return nil, err
 	}
 	b.ready.Store(true)
-	b.log.Info("broker ready", "http", b.ln.Addr().String(), "nats", b.NATSURL(), "storage", cfg.Storage, "data", cfg.DataDir, "auth", verifier != nil, "tls", tlsConf != nil)
+	b.log.Info("broker ready", "http", b.ln.Addr().String(), "nats", b.NATSURL(), "storage", cfg.Storage, "data", cfg.DataDir, "auth", verifier != nil, "tls", tlsConf != nil,
+		"cluster_node", cfg.Cluster.Node)
 	return b, nil
 }
 
@@ -312,7 +347,9 @@ func (b *Broker) routes() *http.ServeMux {
 			http.Error(w, "not ready", http.StatusServiceUnavailable)
 			return
 		}
-		if err := b.svc.Err(); err != nil {
+		if b.svc == nil {
+			// A cluster node: its shards' logs are in JetStream.
+		} else if err := b.svc.Err(); err != nil {
 			http.Error(w, "not ready: the store refuses writes (see the log): "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
@@ -359,6 +396,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	if b.gw != nil {
 		errs = append(errs, b.gw.Close(ctx))
 	}
+	if b.node != nil {
+		errs = append(errs, b.node.Close()) // hands its shards over
+	}
 	if b.nc != nil {
 		if b.nc.IsConnected() {
 			errs = append(errs, b.nc.FlushTimeout(5*time.Second))
@@ -391,6 +431,9 @@ func (b *Broker) abort() {
 	}
 	if b.stopNATS != nil {
 		b.stopNATS()
+	}
+	if b.node != nil {
+		b.node.Close()
 	}
 	if b.nc != nil {
 		b.nc.Close()

@@ -67,6 +67,11 @@ func (b *Broker) connectNATS(verifier auth.Verifier, tlsConf *tls.Config) error 
 	internal := hex.EncodeToString(secret)
 	sopts := &server.Options{ServerName: "cellcast", Host: host, Port: port, NoSigs: true, NoLog: true, MaxPayload: 1 << 20,
 		MaxConn: b.cfg.HTTP.MaxConns, TLSConfig: tlsConf, TLSTimeout: 2}
+	if b.cfg.clustered() {
+		if err := b.clusterOptions(sopts); err != nil {
+			return err
+		}
+	}
 	var na *natsAuth
 	if verifier != nil {
 		na = &natsAuth{internal: internal, verifier: verifier, maxConns: b.cfg.Gateway.UserConnections}
@@ -83,7 +88,12 @@ func (b *Broker) connectNATS(verifier auth.Verifier, tlsConf *tls.Config) error 
 		na.ns.Store(ns)
 	}
 	go ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
+	wait := 10 * time.Second
+	if b.cfg.clustered() {
+		wait = time.Minute // a clustered JetStream server waits for its peers
+		b.log.Info("starting the embedded NATS server; it waits for the other nodes' servers", "cluster", sopts.Cluster.Host+":"+strconv.Itoa(sopts.Cluster.Port), "routes", len(sopts.Routes))
+	}
+	if !ns.ReadyForConnections(wait) {
 		ns.Shutdown()
 		return fmt.Errorf("embedded nats did not start on %s (port taken? choose another with --nats-listen)", b.cfg.NATSListen)
 	}

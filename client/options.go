@@ -16,6 +16,10 @@ type Options struct {
 	UID string
 	// Header holds further handshake headers.
 	Header http.Header
+	// Fallback lists more WebSocket URLs of the same service (the other
+	// nodes of a cluster): after a drop the client dials the next URL in
+	// turn, so it reconnects to a live node and resumes there.
+	Fallback []string
 	// MinBackoff and MaxBackoff bound the wait between reconnection
 	// attempts, which doubles from the one to the other with jitter.
 	// Defaults 50 ms and 5 s.

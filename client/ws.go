@@ -34,12 +34,18 @@ type wsConn struct {
 
 // Dial connects to a broker's WebSocket endpoint, such as
 // "ws://127.0.0.1:8080/ws". Only this first connection's failure is
-// returned; later drops reconnect in the background.
+// returned; later drops reconnect in the background, to url and
+// opts.Fallback in turn.
 func Dial(ctx context.Context, url string, opts Options) (*Client, error) {
 	opts.withDefaults()
 	c := newClient(url, opts)
-	c.redial = func(ctx context.Context) (transport, error) { return dialWS(ctx, c) }
-	cn, err := dialWS(ctx, c)
+	urls := append([]string{url}, opts.Fallback...)
+	next := 0
+	c.redial = func(ctx context.Context) (transport, error) { // one reconnecting goroutine at a time
+		next = (next + 1) % len(urls)
+		return dialWS(ctx, c, urls[next])
+	}
+	cn, err := dialWS(ctx, c, url)
 	if err != nil {
 		return nil, err
 	}
@@ -48,16 +54,16 @@ func Dial(ctx context.Context, url string, opts Options) (*Client, error) {
 }
 
 // dialWS connects and starts the connection's reader.
-func dialWS(ctx context.Context, c *Client) (*wsConn, error) {
+func dialWS(ctx context.Context, c *Client, url string) (*wsConn, error) {
 	o := &c.opts
 	d := websocket.Dialer{ReadBufferSize: 64 << 10, WriteBufferSize: 16 << 10, HandshakeTimeout: 10 * time.Second}
-	ws, resp, err := d.DialContext(ctx, c.url, o.header())
+	ws, resp, err := d.DialContext(ctx, url, o.header())
 	if err != nil {
 		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
 			body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 			return nil, &Error{Code: ErrUnauthorized.Code, Message: string(bytes.TrimSpace(body))}
 		}
-		return nil, fmt.Errorf("cellcast: dial %s: %w", c.url, err)
+		return nil, fmt.Errorf("cellcast: dial %s: %w", url, err)
 	}
 	cn := &wsConn{ws: ws, timeout: o.WriteTimeout}
 	c.readers.Add(1)

@@ -96,6 +96,13 @@ func run(args []string) int {
 	origins := fs.String("allowed-origins", "", "comma-separated origins (scheme://host:port) whose web pages may open a WebSocket besides the broker's own; * for any")
 	fs.BoolVar(&c.Pprof, "pprof", false, "serve Go profiles at /debug/pprof/, where /metrics is served")
 	cacheMiB := fs.Int("cache-mib", 128, "block cache size in MiB")
+	fs.StringVar(&c.Cluster.Node, "cluster-node", "", "run as this node of a cluster (docs/cluster.md): a unique id of letters, digits, - and _; empty runs alone")
+	fs.StringVar(&c.Cluster.Listen, "cluster-listen", "127.0.0.1:6222", "cluster (route) address of the embedded NATS server, for the other nodes' --cluster-routes")
+	routes := fs.String("cluster-routes", "", "comma-separated host:port cluster addresses of the other nodes' embedded NATS servers")
+	fs.StringVar(&c.Cluster.Name, "cluster-name", "cellcast", "name of the NATS cluster; the same on every node")
+	fs.IntVar(&c.Cluster.ShardDepth, "shard-depth", 2, "quad tree depth of the shards: 4^depth geo shards (1-4); the same on every node")
+	fs.IntVar(&c.Cluster.Replicas, "replicas", 3, "replicas of each shard's JetStream log (1, 3 or 5; at most the number of NATS servers)")
+	fs.DurationVar(&c.Cluster.LeaseTTL, "lease-ttl", 2*time.Second, "how long after a node stops its shards move to the others")
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long a shutdown may take to drain clients")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	format := fs.String("log-format", "text", "text or json")
@@ -121,6 +128,15 @@ func run(args []string) int {
 		if o = strings.TrimSpace(o); o != "" {
 			c.AllowedOrigins = append(c.AllowedOrigins, o)
 		}
+	}
+	for _, r := range strings.Split(*routes, ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			c.Cluster.Routes = append(c.Cluster.Routes, r)
+		}
+	}
+	if c.Cluster.Node != "" && (c.Cluster.ShardDepth < 1 || c.Cluster.ShardDepth > 4 || c.Cluster.Replicas < 1 || c.Cluster.LeaseTTL < 500*time.Millisecond) {
+		fmt.Fprintln(os.Stderr, "broker: --shard-depth 1 to 4, --replicas at least 1, --lease-ttl at least 500ms")
+		return 2
 	}
 	c.CacheBytes = int64(*cacheMiB) << 20
 	c.MaxBacklogBytes = *backlogMiB << 20

@@ -1,0 +1,166 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/seed84792017/cellcast/cluster"
+	"github.com/seed84792017/cellcast/gateway"
+	"github.com/seed84792017/cellcast/lsm"
+)
+
+// ClusterConfig makes the broker a node of a cluster (docs/cluster.md).
+// With Node empty the broker runs alone, as it always has.
+type ClusterConfig struct {
+	Node string // this node's id, unique in the cluster
+	// Listen is the embedded NATS server's cluster (route) address, and
+	// Routes the other nodes' ("host:port" or "nats://host:port").
+	// Unused with an external NATS cluster (Config.NATSURL).
+	Listen string
+	Routes []string
+	Name   string // the NATS cluster's name; default "cellcast"
+	// ShardDepth splits the geo cells into 4^ShardDepth shards; default 2.
+	ShardDepth int
+	// Replicas of each shard's log; default 3, the size of the smallest
+	// cluster that survives the loss of a node.
+	Replicas int
+	LeaseTTL time.Duration // default 2 s
+}
+
+// clustered reports whether the broker is a cluster node.
+func (c *Config) clustered() bool { return c.Cluster.Node != "" }
+
+// clusterOptions adds the cluster listener, the routes and JetStream to
+// the embedded NATS server's options.
+func (b *Broker) clusterOptions(o *server.Options) error {
+	cc := b.cfg.Cluster
+	host, port, err := splitHostPort(cc.Listen)
+	if err != nil {
+		return fmt.Errorf("--cluster-listen %q: %w", cc.Listen, err)
+	}
+	name := cc.Name
+	if name == "" {
+		name = "cellcast"
+	}
+	o.ServerName = cc.Node
+	o.JetStream = true
+	o.StoreDir = b.cfg.DataDir + "/jetstream"
+	o.MaxPayload = 8 << 20 // past results travel between nodes in one reply
+	o.Cluster = server.ClusterOpts{Name: name, Host: host, Port: port}
+	for _, r := range cc.Routes {
+		if !strings.Contains(r, "://") {
+			r = "nats://" + r
+		}
+		u, err := url.Parse(r)
+		if err != nil {
+			return fmt.Errorf("--cluster-routes %q: %w", r, err)
+		}
+		o.Routes = append(o.Routes, u)
+	}
+	return nil
+}
+
+func splitHostPort(addr string) (string, int, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("bad port %q", p)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	return host, port, nil
+}
+
+// startNode joins the cluster once JetStream answers (a new NATS cluster
+// elects its JetStream leader first).
+func (b *Broker) startNode(loc *gateway.Locator) (*cluster.Node, error) {
+	cc := b.cfg.Cluster
+	depth := cc.ShardDepth
+	if depth == 0 {
+		depth = 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := cluster.Config{ID: cc.Node, NC: b.nc, Dir: b.cfg.DataDir, Shards: cluster.Shards{Depth: depth}, Replicas: cc.Replicas,
+		LeaseTTL: cc.LeaseTTL, LSM: &lsm.Options{BlockCacheSize: b.cfg.CacheBytes / 16, FS: b.cfg.FS}, Encode: loc.EncodePublication,
+		MaxBacklog: b.cfg.MaxBacklog, MaxBacklogBytes: b.cfg.MaxBacklogBytes, Log: b.log}
+	cfg.Store.Limits = b.cfg.Limits
+	for {
+		actx, acancel := context.WithTimeout(ctx, 2*time.Second)
+		n, err := cluster.Start(actx, cfg)
+		acancel()
+		if err == nil {
+			return n, nil
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("joining the cluster (does JetStream run on a majority of the NATS servers?): %w", err)
+		}
+		b.log.Info("waiting for JetStream", "err", err)
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// pingSubject is answered by every broker, so that one starting on the
+// same NATS servers can tell it would not be alone.
+const pingSubject = "cellcast.brokers.ping"
+
+type pong struct {
+	Node    string `json:"node"`
+	Cluster bool   `json:"cluster"`
+}
+
+// answerPings answers brokers that start on the same NATS servers.
+func (b *Broker) answerPings() (*nats.Subscription, error) {
+	me, _ := json.Marshal(pong{Node: b.cfg.Cluster.Node, Cluster: b.cfg.clustered()})
+	return b.nc.Subscribe(pingSubject, func(m *nats.Msg) { m.Respond(me) })
+}
+
+// ErrNotAlone: another broker serves the request subjects on the same
+// NATS servers, and the two would split requests between their stores.
+var ErrNotAlone = errors.New("another Cellcast broker already serves the NATS request subjects")
+
+// checkAlone refuses to start a single broker beside another broker, or
+// a cluster node beside a single broker.
+func (b *Broker) checkAlone() error {
+	inbox := nats.NewInbox()
+	sub, err := b.nc.SubscribeSync(inbox)
+	if err != nil {
+		return err
+	}
+	defer sub.Unsubscribe()
+	if err := b.nc.PublishRequest(pingSubject, inbox, nil); err != nil {
+		return err
+	}
+	for {
+		m, err := sub.NextMsg(300 * time.Millisecond)
+		if err != nil {
+			return nil // nobody else answered
+		}
+		var p pong
+		if json.Unmarshal(m.Data, &p) != nil {
+			continue
+		}
+		switch {
+		case !b.cfg.clustered() && p.Cluster:
+			return fmt.Errorf("%w: cluster node %q serves them on %s; start this broker as a node (--cluster-node) or on other NATS servers", ErrNotAlone, p.Node, b.NATSURL())
+		case !b.cfg.clustered():
+			return fmt.Errorf("%w on %s: two brokers would split requests between two stores and miss matches; give this one other NATS servers, or run both as cluster nodes (docs/cluster.md)", ErrNotAlone, b.NATSURL())
+		case !p.Cluster:
+			return fmt.Errorf("%w: a single broker serves them on %s; stop it before starting cluster nodes there", ErrNotAlone, b.NATSURL())
+		}
+	}
+}

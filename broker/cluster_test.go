@@ -1,0 +1,244 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	cc "github.com/seed84792017/cellcast/client"
+)
+
+// startCluster starts n brokers, each embedding a NATS server clustered
+// with the others with JetStream, and returns them once every shard is
+// served.
+func startCluster(t *testing.T, n int) []*Broker {
+	t.Helper()
+	var ports []string
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports = append(ports, l.Addr().String())
+		l.Close()
+	}
+	brokers := make([]*Broker, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() { // a clustered NATS server waits for its peers
+			defer wg.Done()
+			cfg := Config{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0",
+				Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+				Cluster: ClusterConfig{Node: fmt.Sprintf("n%d", i), Listen: ports[i], Routes: ports, Replicas: n}}
+			brokers[i], errs[i] = Start(cfg)
+		}()
+	}
+	wg.Wait()
+	for i, b := range brokers {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		t.Cleanup(func() {
+			if b.ready.Load() {
+				b.Shutdown(context.Background())
+			}
+		})
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		owned := 0
+		for _, b := range brokers {
+			owned += len(b.node.Owned())
+		}
+		if owned == 17 {
+			return brokers
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 17 shards served", owned)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// crash stops a broker about as a kill does, as far as other processes
+// can tell: its NATS server, listeners and connections go away at once,
+// and none of its shards is handed over. (Its WebSocket clients get a
+// close frame, which a kill would not send; the kill -9 test of the real
+// binary covers that.)
+func (b *Broker) crash() {
+	b.ready.Store(false)
+	b.nc.Close()
+	b.ns.Shutdown()
+	b.ln.Close()
+	b.http.Close()
+	// Hijacked WebSockets outlive http.Server.Close: cut them too, with
+	// no time to drain.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	b.gw.Close(ctx)
+}
+
+func wsURL(b *Broker) string { return "ws://" + b.HTTPAddr() + "/ws" }
+
+type clusterSub struct {
+	cell string
+	on   int // the broker its client dialled first
+	sub  *cc.Subscription
+	mu   sync.Mutex
+	got  map[string]int
+}
+
+func (s *clusterSub) read() {
+	for n := range s.sub.C {
+		s.mu.Lock()
+		s.got[n.Publication.Desc]++
+		s.mu.Unlock()
+	}
+}
+
+// TestClusterOverWebSocket: three brokers, WebSocket clients on each,
+// subscriptions and publications at cells above and below the shard
+// depth; every acknowledged publication reaches every overlapping
+// subscription exactly once, also after a broker is stopped abruptly
+// under load and its clients reconnect to the others and resume.
+func TestClusterOverWebSocket(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-node cluster")
+	}
+	brokers := startCluster(t, 3)
+	ctx := context.Background()
+	var clients []*cc.Client
+	for i, b := range brokers {
+		var fallback []string
+		for j, o := range brokers {
+			if j != i {
+				fallback = append(fallback, wsURL(o))
+			}
+		}
+		c, err := cc.Dial(ctx, wsURL(b), cc.Options{UID: fmt.Sprintf("user%d", i), Fallback: fallback,
+			MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		clients = append(clients, c)
+	}
+	r := rand.New(rand.NewSource(3))
+	cell := func() string {
+		parts := make([]string, 1+r.Intn(4))
+		for i := range parts {
+			parts[i] = fmt.Sprint(1 + r.Intn(4))
+		}
+		return strings.Join(parts, ".")
+	}
+	var subs []*clusterSub
+	var mu sync.Mutex
+	pubs := map[string]string{} // desc -> cell, acknowledged
+	unacked := map[string]bool{}
+	publish := func(c *cc.Client, desc string) {
+		at := cell()
+		_, err := c.Publish(ctx, cc.PublishRequest{Location: cc.Cell(at), Expires: time.Hour, Desc: desc})
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			unacked[desc] = true // it may or may not have been stored
+			return
+		}
+		pubs[desc] = at
+	}
+	for i := range 40 {
+		s := &clusterSub{cell: cell(), got: map[string]int{}, on: i % 3}
+		var err error
+		s.sub, err = clients[i%3].Subscribe(ctx, cc.SubscribeRequest{Location: cc.Cell(s.cell), Past: time.Hour, Future: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range s.sub.Past {
+			s.got[p.Desc]++
+		}
+		go s.read()
+		subs = append(subs, s)
+	}
+	for i := range 120 {
+		publish(clients[i%3], fmt.Sprintf("a%d", i))
+	}
+	// Node 2 stops while nodes 0 and 1 publish.
+	var wg sync.WaitGroup
+	for k := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 100 {
+				publish(clients[k], fmt.Sprintf("b%d-%d", k, i))
+				time.Sleep(5 * time.Millisecond)
+			}
+		}()
+	}
+	time.Sleep(100 * time.Millisecond)
+	brokers[2].crash()
+	wg.Wait()
+	for i := range 60 {
+		publish(clients[i%3], fmt.Sprintf("c%d", i)) // client 2 reconnects elsewhere
+	}
+	overlap := func(a, b string) bool {
+		if len(a) > len(b) {
+			a, b = b, a
+		}
+		return a == b || strings.HasPrefix(b, a+".")
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var bad error
+		mu.Lock()
+		for _, s := range subs {
+			s.mu.Lock()
+			for desc, at := range pubs {
+				if overlap(at, s.cell) && s.got[desc] != 1 {
+					bad = errors.Join(bad, fmt.Errorf("subscription %s at %s on node %d got %s (at %s) %d times", s.sub.Sid, s.cell, s.on, desc, at, s.got[desc]))
+				}
+			}
+			for desc, k := range s.got {
+				at, ok := pubs[desc]
+				if !ok && !unacked[desc] || ok && !overlap(at, s.cell) || k > 1 {
+					bad = errors.Join(bad, fmt.Errorf("subscription %s at %s got %s (at %q) %d times", s.sub.Sid, s.cell, desc, at, k))
+				}
+			}
+			s.mu.Unlock()
+		}
+		mu.Unlock()
+		if bad == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(bad)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("%d acknowledged publications, %d refused while a node stopped", len(pubs), len(unacked))
+}
+
+// TestSecondBrokerOnTheSameNATSRefusesToStart: two single brokers on one
+// NATS server would split requests between two stores.
+func TestSecondBrokerOnTheSameNATSRefusesToStart(t *testing.T) {
+	url := "nats://" + externalNATS(t, "")
+	waitNATS(t, url)
+	start(t, Config{NATSURL: url})
+	_, err := Start(Config{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", NATSURL: url,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if !errors.Is(err, ErrNotAlone) {
+		t.Fatalf("a second broker on the same NATS server started: %v", err)
+	}
+	if !strings.Contains(err.Error(), "cluster") {
+		t.Fatalf("the refusal does not say what to do: %v", err)
+	}
+}
