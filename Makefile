@@ -7,7 +7,7 @@ FUZZTIME ?= 200000x
 # Whole requests through the HTTP and NATS paths write to a store: fewer.
 SERVE_FUZZTIME ?= 20000x
 
-.PHONY: test vet tools unit peers browser demo-ui demo-perf race fuzz bench-lsm bench-broker bench-storage bench-pebble bench-index
+.PHONY: test vet tools unit peers browser demo-ui demo-perf race fuzz bench-lsm bench-broker bench-storage bench-pebble bench-index cluster-local
 
 test: vet tools unit peers browser race fuzz
 
@@ -17,6 +17,11 @@ TOOLS := $(CURDIR)/.tools
 tools:
 	GOBIN=$(TOOLS) $(GO) install github.com/nats-io/nats-server/v2@v2.15.2
 	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+# A three-node cluster on loopback (docs/cluster.md); Ctrl-C stops it.
+cluster-local:
+	$(GO) build -o $(CURDIR)/.bin/broker ./cmd/broker
+	scripts/cluster-local.sh $(CURDIR)/.bin/broker $(CURDIR)/data/cluster
 
 vet: tools
 	$(GO) vet ./...

@@ -133,12 +133,14 @@ func (n *Node) run() {
 	defer close(n.done)
 	t := time.NewTicker(n.cfg.LeaseTTL / 4)
 	defer t.Stop()
-	first := true
+	// Peers starting at the same time get a lease TTL to announce
+	// themselves before this node takes shards: else the first one up
+	// takes them all and hands most back a moment later.
+	joined := time.Now()
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.LeaseTTL)
-		n.tick(ctx, !first)
+		n.tick(ctx, time.Since(joined) >= n.cfg.LeaseTTL)
 		cancel()
-		first = false // give peers starting now a tick to announce themselves
 		select {
 		case <-t.C:
 		case <-n.stop:
@@ -224,14 +226,17 @@ func (n *Node) renew(ctx context.Context) []string {
 		n.mu.Unlock()
 		r, err := n.leases.Update(ctx, s, []byte(n.cfg.ID), rev)
 		if err != nil {
-			var apiErr *jetstream.APIError
-			if errors.As(err, &apiErr) || time.Since(at) > n.cfg.LeaseTTL {
-				n.log.Warn("cluster: a lease was lost", "shard", s, "err", err)
-				n.lose(s)
+			if n.stillMine(ctx, s, rev) {
+				// The bucket takes no writes now (its leader is being
+				// elected), but nobody else holds the lease: keep serving.
+				// Were it taken meanwhile, the shard's log would refuse
+				// this node's next append.
+				n.log.Warn("cluster: renewing a lease", "shard", s, "err", err, "since", time.Since(at))
+				kept = append(kept, s)
 				continue
 			}
-			n.log.Warn("cluster: renewing a lease", "shard", s, "err", err)
-			kept = append(kept, s)
+			n.log.Warn("cluster: a lease was lost", "shard", s, "err", err)
+			n.lose(s)
 			continue
 		}
 		n.mu.Lock()
@@ -244,6 +249,17 @@ func (n *Node) renew(ctx context.Context) []string {
 	return kept
 }
 
+// stillMine reports whether the lease of shard s still holds revision rev
+// of this node, as far as a read (served by any replica) tells. A failed
+// read counts as yes: the log's fencing guards against the rest.
+func (n *Node) stillMine(ctx context.Context, s string, rev uint64) bool {
+	e, err := n.leases.Get(ctx, s)
+	if err != nil {
+		return !errors.Is(err, jetstream.ErrKeyNotFound)
+	}
+	return e.Revision() == rev && string(e.Value()) == n.cfg.ID
+}
+
 // take rebuilds shard s from its log and serves it, unless its lease was
 // lost meanwhile (the lease is renewed while the log replays).
 func (n *Node) take(s string) {
@@ -253,7 +269,11 @@ func (n *Node) take(s string) {
 	o, err := openOwner(ctx, n, s)
 	if err != nil {
 		n.log.Error("cluster: taking a shard", "shard", s, "err", err)
+		n.mu.Lock()
+		rev := n.revs[s]
+		n.mu.Unlock()
 		n.lose(s)
+		n.leases.Delete(ctx, s, jetstream.LastRevision(rev)) // for another try, here or elsewhere
 		return
 	}
 	n.mu.Lock()

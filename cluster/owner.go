@@ -62,8 +62,13 @@ func openOwner(ctx context.Context, n *Node, name string) (*owner, error) {
 		store.Close()
 		return nil, err
 	}
-	if o.log, err = openLog(ctx, n.js, name, n.cfg.Replicas, n.cfg.MaxAge); err != nil {
+	if o.log, err = openLog(ctx, n.js, name, n.cfg.ID, n.cfg.Replicas, n.cfg.MaxAge); err != nil {
 		return fail(err)
+	}
+	if n.cfg.Replicas > 1 {
+		if err := o.log.stepDown(ctx, n.nc); err != nil {
+			n.log.Warn("cluster: moving a shard log's leader off this node", "shard", name, "err", err)
+		}
 	}
 	err = o.log.replay(ctx, 0, func(seq uint64, batch []entry) error {
 		for _, e := range batch {

@@ -1,0 +1,137 @@
+// Command failover measures how long a Cellcast cluster's shards go
+// unserved when a node is killed: it starts three broker processes,
+// and for each round kills one with SIGKILL while publishing into every
+// geo shard through the other nodes, and reports the time from the kill
+// until every shard answers again; the killed node is then restarted.
+//
+//	go run ./bench/cmd/failover [-broker BIN] [-rounds 6]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/seed84792017/cellcast/bench/procs"
+	"github.com/seed84792017/cellcast/client"
+)
+
+func main() {
+	bin := flag.String("broker", "", "broker binary (default: build ./cmd/broker)")
+	rounds := flag.Int("rounds", 6, "kills, taking the nodes in turn")
+	keep := flag.Bool("keep", false, "keep the nodes' data and logs")
+	flag.Parse()
+	if err := run(*bin, *rounds, *keep); err != nil {
+		fmt.Fprintln(os.Stderr, "failover:", err)
+		os.Exit(1)
+	}
+}
+
+// cells holds one cell in each of the 16 geo shards of depth 2.
+func cells() []string {
+	var out []string
+	for a := 1; a <= 4; a++ {
+		for b := 1; b <= 4; b++ {
+			out = append(out, fmt.Sprintf("%d.%d.1", a, b))
+		}
+	}
+	return out
+}
+
+func run(bin string, rounds int, keep bool) error {
+	dir, err := os.MkdirTemp("", "failover")
+	if err != nil {
+		return err
+	}
+	if keep {
+		fmt.Println("data and logs in", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	if bin, err = procs.Broker(bin, dir); err != nil {
+		return err
+	}
+	c, err := procs.StartCluster(bin, dir, 3)
+	if err != nil {
+		return err
+	}
+	defer c.Stop()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var took []time.Duration
+	for r := range rounds {
+		victim := r % 3
+		// Every shard answers before the kill.
+		if _, err := serveAll(c, victim, quiet, time.Minute); err != nil {
+			return err
+		}
+		t0 := time.Now()
+		if err := c.Kill(victim); err != nil {
+			return err
+		}
+		back, err := serveAll(c, victim, quiet, time.Minute)
+		if err != nil {
+			return fmt.Errorf("round %d: %w", r, err)
+		}
+		d := back.Sub(t0)
+		took = append(took, d)
+		fmt.Printf("round %d: killed %s; every shard served again after %v\n", r, c.Nodes[victim].ID, d.Round(time.Millisecond))
+		if err := c.Restart(victim); err != nil {
+			return err
+		}
+	}
+	slices.Sort(took)
+	fmt.Printf("failover over %d kills: min %v, median %v, max %v\n", len(took), took[0].Round(time.Millisecond),
+		took[len(took)/2].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond))
+	return nil
+}
+
+// serveAll publishes into every shard through the nodes other than skip
+// until each has answered, and returns when the last one first did.
+func serveAll(c *procs.Cluster, skip int, log *slog.Logger, limit time.Duration) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	var mu sync.Mutex
+	var last time.Time
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i, cell := range cells() {
+		node := c.Nodes[(skip+1+i%2)%3]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl, err := client.Dial(ctx, node.WS(), client.Options{UID: "failover", Log: log})
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer cl.Close()
+			for ctx.Err() == nil {
+				pctx, pcancel := context.WithTimeout(ctx, 500*time.Millisecond)
+				_, err := cl.Publish(pctx, client.PublishRequest{Location: client.Cell(cell), Expires: time.Minute, Desc: "failover probe"})
+				pcancel()
+				if err == nil {
+					mu.Lock()
+					if now := time.Now(); now.After(last) {
+						last = now
+					}
+					mu.Unlock()
+					return
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			errs <- fmt.Errorf("shard of %s not served within %v", cell, limit)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return time.Time{}, err
+	}
+	return last, nil
+}

@@ -1,0 +1,109 @@
+package procs
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// Node is one broker process of a local cluster.
+type Node struct {
+	ID                     string
+	HTTP, NATS, Route, Dir string
+	Cmd                    *exec.Cmd
+}
+
+// WS is the node's WebSocket URL.
+func (n *Node) WS() string { return "ws://" + n.HTTP + "/ws" }
+
+// Cluster is a cluster of broker processes on loopback, each embedding a
+// NATS server clustered with the others' (docs/cluster.md).
+type Cluster struct {
+	Bin   string
+	Nodes []*Node
+	Args  []string // more broker flags for every node
+	Log   string   // directory of the nodes' logs
+}
+
+// StartCluster starts n brokers under dir and waits until each is ready.
+func StartCluster(bin, dir string, n int, args ...string) (*Cluster, error) {
+	c := &Cluster{Bin: bin, Args: args, Log: dir}
+	var routes []string
+	for i := range n {
+		var addrs [3]string
+		for k := range addrs {
+			a, err := FreeAddr()
+			if err != nil {
+				return nil, err
+			}
+			addrs[k] = a
+		}
+		c.Nodes = append(c.Nodes, &Node{ID: fmt.Sprintf("n%d", i+1), HTTP: addrs[0], NATS: addrs[1], Route: addrs[2],
+			Dir: filepath.Join(dir, fmt.Sprintf("n%d", i+1))})
+		routes = append(routes, addrs[2])
+	}
+	for i := range c.Nodes {
+		if err := c.start(i, strings.Join(routes, ",")); err != nil {
+			c.Stop()
+			return nil, err
+		}
+	}
+	for _, nd := range c.Nodes {
+		if err := WaitReady(nd.HTTP); err != nil {
+			c.Stop()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (c *Cluster) routes() string {
+	var r []string
+	for _, n := range c.Nodes {
+		r = append(r, n.Route)
+	}
+	return strings.Join(r, ",")
+}
+
+func (c *Cluster) start(i int, routes string) error {
+	nd := c.Nodes[i]
+	log, err := os.OpenFile(filepath.Join(c.Log, nd.ID+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	args := append([]string{"--cluster-node", nd.ID, "--data", nd.Dir, "--http", nd.HTTP, "--nats-listen", nd.NATS,
+		"--cluster-listen", nd.Route, "--cluster-routes", routes}, c.Args...)
+	nd.Cmd = exec.Command(c.Bin, args...)
+	nd.Cmd.Stdout, nd.Cmd.Stderr = log, log
+	return nd.Cmd.Start()
+}
+
+// Kill ends node i with SIGKILL.
+func (c *Cluster) Kill(i int) error {
+	nd := c.Nodes[i]
+	if err := nd.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		return err
+	}
+	nd.Cmd.Wait()
+	return nil
+}
+
+// Restart starts node i again on its data directory and addresses.
+func (c *Cluster) Restart(i int) error {
+	if err := c.start(i, c.routes()); err != nil {
+		return err
+	}
+	return WaitReady(c.Nodes[i].HTTP)
+}
+
+// Stop interrupts every node.
+func (c *Cluster) Stop() {
+	for _, nd := range c.Nodes {
+		if nd.Cmd != nil && nd.Cmd.ProcessState == nil && nd.Cmd.Process != nil {
+			Stop(nd.Cmd)
+		}
+	}
+}
