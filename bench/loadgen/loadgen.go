@@ -276,6 +276,7 @@ func (r *run) subscribed(t task, sub *client.Subscription, err error) {
 	for _, p := range sub.Past {
 		r.past.add(rec{ts: s.ts, tp: p.Tp.UnixNano()})
 	}
+	sub.Past = nil // the client keeps the subscription, for resumes, to the end of the run
 }
 
 // published files a PUBLISH's reply.
