@@ -9,11 +9,12 @@ import (
 func TestDifferential(t *testing.T)      { storetest.Differential(t, Open) }
 func TestExpiredDataIsGone(t *testing.T) { storetest.ExpiredDataIsGone(t, Open) }
 
-func TestClockFloor(t *testing.T)  { storetest.ClockFloor(t, Open) }
-func TestResumeGrace(t *testing.T) { storetest.ResumeGrace(t, Open) }
-func TestBadInput(t *testing.T)    { storetest.BadInput(t, Open) }
-func TestConcurrent(t *testing.T)  { storetest.Concurrent(t, Open) }
-func TestDurability(t *testing.T)  { storetest.Durability(t, Open) }
+func TestClockFloor(t *testing.T)                 { storetest.ClockFloor(t, Open) }
+func TestResumeGrace(t *testing.T)                { storetest.ResumeGrace(t, Open) }
+func TestBadInput(t *testing.T)                   { storetest.BadInput(t, Open) }
+func TestConcurrent(t *testing.T)                 { storetest.Concurrent(t, Open) }
+func TestDurability(t *testing.T)                 { storetest.Durability(t, Open) }
+func TestReadersWaitForWhatTheyRead(t *testing.T) { storetest.ReadersWaitForWhatTheyRead(t, Open) }
 
 func BenchmarkSubHeavy(b *testing.B) { storetest.Bench(b, Open, storetest.Workload{SubsPerPub: 3}) }
 func BenchmarkPubHeavy(b *testing.B) {

@@ -86,17 +86,17 @@ func (st *Store) find(sid string, liveAt int64) (subscriptions.Subscription, [][
 // stamp takes a stamp for a read-only operation, which is in flight until
 // the caller calls st.cfg.inflight.end. Taking it under st.mu means every
 // record stamped earlier has been written.
-func (st *Store) stamp() int64 {
+func (st *Store) stamp() (int64, Commit) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	now := st.clock.Now()
 	st.cfg.inflight.begin(now)
-	return now
+	return now, st.last
 }
 
 // Lookup implements subscriptions.Store.
 func (st *Store) Lookup(ctx context.Context, sid string) (subscriptions.Subscription, error) {
-	now := st.stamp()
+	now, _ := st.stamp()
 	defer st.cfg.inflight.end(now)
 	s, _, err := st.find(sid, now)
 	return s, err
@@ -104,7 +104,7 @@ func (st *Store) Lookup(ctx context.Context, sid string) (subscriptions.Subscrip
 
 // Replay implements subscriptions.Store.
 func (st *Store) Replay(ctx context.Context, sid string, after int64) (*subscriptions.ReplayResult, error) {
-	now := st.stamp()
+	now, last := st.stamp()
 	defer st.cfg.inflight.end(now)
 	s, _, err := st.find(sid, now-int64(subscriptions.ResumeGrace))
 	if err != nil {
@@ -132,5 +132,8 @@ func (st *Store) Replay(ctx context.Context, sid string, after int64) (*subscrip
 	}
 	subscriptions.SortPublications(res.Pubs)
 	slices.Reverse(res.Pubs)
+	if err := st.settle(last); err != nil { // what it replays must be durable
+		return nil, err
+	}
 	return res, ctx.Err()
 }

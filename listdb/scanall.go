@@ -35,7 +35,7 @@ func (st *Store) ScanPublications(ctx context.Context, fn func(*subscriptions.Pu
 	if !ok {
 		return 0, ErrNoScan
 	}
-	asOf = st.stamp()
+	asOf, _ = st.stamp()
 	defer st.cfg.inflight.end(asOf)
 	// Under fixed granularity one publication is stored at every leaf.
 	var seen map[int64]bool

@@ -27,6 +27,13 @@ type Store struct {
 	// later of the two only.
 	mu    sync.Mutex
 	floor atomic.Int64 // stamps below this were persisted as possibly issued
+	// last is the newest write's commit (st.mu's). An operation that
+	// writes nothing — a subscription without a future, a publication
+	// without an expiry, a replay — may still read and report any earlier
+	// write, so it waits for last before it answers: no reply shows a
+	// write that is not yet durable. (The log is a prefix, and a Commit of
+	// several engines notes the others' ends, so last covers them all.)
+	last Commit
 	// A floor write runs in the background, started half a margin before
 	// the stamps reach the floor, so writers rarely wait for its fsync.
 	// floorDone closes when the write in flight (floorBusy) ends; the
@@ -161,7 +168,11 @@ func (st *Store) write(list List, keys [][]byte, frag []byte, now int64) (Commit
 			st.startFloor(now + floorMargin)
 		}
 	}
-	return st.b.Append(appends)
+	c, err := st.b.Append(appends)
+	if err == nil {
+		st.last = c
+	}
+	return c, err
 }
 
 // settle waits, without st.mu, until c is as durable as the store's
@@ -180,7 +191,7 @@ func (st *Store) settle(c Commit) error {
 // outlives now, appends it to list (and to the list of the user build
 // names, if any), all under st.mu so records reach the
 // engine in stamp order. The caller settles the commit, outside st.mu,
-// before it answers. Unless it fails, the operation is in flight until the
+// before it answers; for a record not stored it is st.last. Unless it fails, the operation is in flight until the
 // caller calls st.cfg.inflight.end(now). It tells ctx's subscriptions.
 // Stamped hook as it lets go of st.mu. A context cancelled once the
 // operation began no longer stops it: what is stored must be answered for
@@ -206,6 +217,9 @@ func (st *Store) stampAndStore(ctx context.Context, list List, build func(now in
 	if err == nil && tmax > now {
 		c, err = st.write(list, keys, frag, now)
 		stored = err == nil
+	}
+	if err == nil && !stored {
+		c = st.last // it wrote nothing, but its reply reports what it reads
 	}
 	st.mu.Unlock()
 	subscriptions.Stamped(ctx)

@@ -3,10 +3,12 @@
 // WebSocket, open-loop on the workload's schedule or closed-loop flat out.
 // It measures throughput and publish→notify latency (HDR histogram, from
 // each publication's scheduled time, so a stalled broker cannot hide its
-// backlog), and checks completeness: the operations, with the stamps the
-// broker gave them, are replayed through the in-memory matching oracle,
-// and every expected past result and notification must have arrived
-// exactly once, with nothing unexpected.
+// backlog), and checks completeness: what arrives is spooled to temporary
+// files (spool.go), and the acknowledged operations, with the stamps the
+// broker gave them, go through the streaming oracle of bench/owed; every
+// owed past result and notification must have arrived exactly once, with
+// nothing unexpected, checked in memory proportional to the operations
+// rather than to the notifications (check.go).
 //
 // Connections are Go clients (client/), which reconnect and resume each
 // subscription from the last sequence number received whenever the broker

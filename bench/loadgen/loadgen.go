@@ -43,6 +43,9 @@ type Config struct {
 	// Settle is how long to wait, after the last reply, for notifications
 	// still on their way: until this passes without one (default 1 s).
 	Settle time.Duration
+	// SpoolDir holds the files of what arrived, removed at the end
+	// (default: os.TempDir()).
+	SpoolDir string
 }
 
 func (c *Config) withDefaults() error {
@@ -98,12 +101,11 @@ func (t *task) sent() {
 
 // subRec and pubRec are what the replies told.
 type subRec struct {
-	op      *workload.Op
-	sid     string
-	ts      int64
-	tmax    int64
-	results []int64 // stamps of the past results
-	ok      bool
+	op   *workload.Op
+	sid  string
+	ts   int64
+	tmax int64
+	ok   bool
 }
 
 type pubRec struct {
@@ -111,11 +113,6 @@ type pubRec struct {
 	tp  int64
 	due int64
 	ok  bool
-}
-
-// note is a notification as it arrived.
-type note struct {
-	ts, tp, at int64
 }
 
 type run struct {
@@ -133,6 +130,7 @@ type run struct {
 	lateResumes           atomic.Int64
 	replyLat              *histo
 	pubDone               *sync.WaitGroup // publishers done with their tasks
+	past                  *spool          // past results, at = 0
 }
 
 // Run runs cfg's operations against the broker and reports.
@@ -143,16 +141,20 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	r := &run{cfg: cfg, errs: map[string]int{}, cuts: map[string]int{}, replyLat: newHisto()}
 	r.subs = make([]subRec, len(cfg.Ops))
 	r.pubs = make([]pubRec, len(cfg.Ops))
+	var err error
+	if r.past, err = newSpool(cfg.SpoolDir); err != nil {
+		return nil, err
+	}
+	defer r.past.remove()
 	conns := make([]*wsConn, cfg.Conns)
+	defer closeAll(conns)
 	for i := range conns {
 		c, err := dialWS(r, cfg.WSURL)
 		if err != nil {
-			closeAll(conns)
 			return nil, err
 		}
 		conns[i] = c
 	}
-	defer closeAll(conns)
 	pubs, closePubs, err := r.publishers()
 	if err != nil {
 		return nil, err
@@ -228,15 +230,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	elapsed := time.Since(r.start)
 	stopProgress()
-	var notes []note
+	spools := []*spool{r.past}
 	for _, c := range conns {
-		c.c.Close() // waits for its reader: the notes are whole
-		notes = append(notes, c.notes...)
+		c.c.Close() // waits for its reader: the spool is whole
+		spools = append(spools, c.got)
 		st := c.c.Stats()
 		r.resumes.Add(st.Resumes)
 		r.lateResumes.Add(st.Lost)
 	}
-	return r.report(elapsed, notes)
+	return r.report(elapsed, spools)
 }
 
 func shard(uid string, n int) int {
@@ -272,8 +274,9 @@ func (r *run) subscribed(t task, sub *client.Subscription, err error) {
 	s := &r.subs[t.index]
 	s.op, s.sid, s.ts, s.tmax, s.ok = t.op, sub.Sid, sub.Ts.UnixNano(), sub.ExpiresAt.UnixNano(), true
 	for _, p := range sub.Past {
-		s.results = append(s.results, p.Tp.UnixNano())
+		r.past.add(rec{ts: s.ts, tp: p.Tp.UnixNano()})
 	}
+	sub.Past = nil // the client keeps the subscription, for resumes, to the end of the run
 }
 
 // published files a PUBLISH's reply.

@@ -92,15 +92,16 @@ func TestClosedLoopOverWebSocket(t *testing.T) {
 }
 
 // TestCompletenessCatchesLoss feeds the report a hand-made run: one
-// subscription, three publications in its cell, of which one notification
-// is missing, one arrives twice and one that was never due arrives.
+// subscription, three publications in its cell and one elsewhere; one
+// notification is missing, one arrives twice, one that was never due
+// arrives, and the past result is missing. Then the complete run.
 func TestCompletenessCatchesLoss(t *testing.T) {
 	cellID := dewey.MustParse("1.2")
 	sub := &workload.Op{Kind: workload.Subscribe, Uid: "u", Cell: cellID, Past: time.Second, Future: time.Minute}
 	pub := &workload.Op{Kind: workload.Publish, Uid: "p", Cell: cellID, Expires: time.Minute}
 	elsewhere := &workload.Op{Kind: workload.Publish, Uid: "p", Cell: dewey.MustParse("1.3"), Expires: time.Minute}
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
-	r := &run{cfg: Config{Ops: make([]workload.Op, 5)}, errs: map[string]int{}, cuts: map[string]int{}, replyLat: newHisto()}
+	r := &run{cfg: Config{Ops: make([]workload.Op, 5), SpoolDir: t.TempDir()}, errs: map[string]int{}, cuts: map[string]int{}, replyLat: newHisto()}
 	r.subs = make([]subRec, 5)
 	r.pubs = make([]pubRec, 5)
 	r.pubs[0] = pubRec{op: pub, tp: base, ok: true} // before the subscription: a past result
@@ -108,19 +109,39 @@ func TestCompletenessCatchesLoss(t *testing.T) {
 	r.pubs[2] = pubRec{op: pub, tp: base + 20, ok: true}
 	r.pubs[3] = pubRec{op: pub, tp: base + 30, ok: true}
 	r.pubs[4] = pubRec{op: elsewhere, tp: base + 40, ok: true}
-	notes := []note{{ts: base + 10, tp: base + 20}, {ts: base + 10, tp: base + 20}, {ts: base + 10, tp: base + 40}}
-	rep, err := r.report(time.Second, notes)
-	if err != nil {
-		t.Fatal(err)
+	report := func(past []int64, notes ...int64) Completeness {
+		t.Helper()
+		spools := make([]*spool, 2)
+		for i := range spools {
+			s, err := newSpool(r.cfg.SpoolDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.remove() })
+			spools[i] = s
+		}
+		for _, tp := range past {
+			spools[0].add(rec{ts: base + 10, tp: tp})
+		}
+		for _, tp := range notes {
+			spools[1].add(rec{ts: base + 10, tp: tp, at: tp + 5})
+		}
+		rep, err := r.report(time.Second, spools)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep.Completeness
 	}
-	c := rep.Completeness
-	// Missing: the past result (not in the reply) and the live base+30.
-	if c.ExpectedLive != 2 || c.ExpectedPast != 1 || c.Missing != 2 || c.Duplicates != 1 || c.Unexpected != 1 || len(c.Examples) != 4 {
+	c := report(nil, base+20, base+20, base+40)
+	// Missing: the past result and the live base+30.
+	if c.ExpectedLive != 2 || c.ExpectedPast != 1 || c.Mismatched != 1 || c.Missing != 2 || c.Duplicates != 1 || c.Unexpected != 1 || len(c.Examples) != 4 || c.OK() {
 		t.Fatalf("%+v", c)
 	}
-	r.subs[1].results = []int64{base}
-	notes = []note{{ts: base + 10, tp: base + 20}, {ts: base + 10, tp: base + 30}}
-	if rep, err = r.report(time.Second, notes); err != nil || !rep.Completeness.OK() {
-		t.Fatalf("the complete run: %+v, %v", rep.Completeness, err)
+	// One missing and one twice: the count is right, the pairs are not.
+	if c := report([]int64{base}, base+20, base+20); c.Mismatched != 1 || c.Missing != 1 || c.Duplicates != 1 || c.Unexpected != 0 || c.OK() {
+		t.Fatalf("%+v", c)
+	}
+	if c := report([]int64{base}, base+30, base+20); !c.OK() || c.Missing+c.Duplicates+c.Unexpected+c.Mismatched != 0 {
+		t.Fatalf("the complete run: %+v", c)
 	}
 }

@@ -2,20 +2,15 @@ package loadgen
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"math"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
-
-	"github.com/seed84792017/cellcast/dewey"
-	"github.com/seed84792017/cellcast/subscriptions"
 )
 
 // Report is a run's outcome; cmd/loadgen prints it as JSON.
@@ -49,10 +44,15 @@ type Percentiles struct {
 	N                        int64
 }
 
-// Completeness compares what arrived with the oracle's answer.
+// Completeness compares what arrived with the oracle's answer (bench/owed).
+// Missing, Duplicates and Unexpected count pairs in the subscriptions
+// spelled out; Mismatched counts every subscription that did not get
+// exactly what it was owed, spelled out or not.
 type Completeness struct {
 	ExpectedLive int      `json:"expected_live"`
 	ExpectedPast int      `json:"expected_past"`
+	Mismatched   int      `json:"mismatched_subscriptions"`
+	NotSpelled   int      `json:"mismatched_not_spelled_out,omitempty"` // past the first maxSpelled
 	Missing      int      `json:"missing"`
 	Duplicates   int      `json:"duplicates"`
 	Unexpected   int      `json:"unexpected"`
@@ -60,7 +60,9 @@ type Completeness struct {
 }
 
 // OK reports whether everything expected arrived once and nothing else.
-func (c Completeness) OK() bool { return c.Missing == 0 && c.Duplicates == 0 && c.Unexpected == 0 }
+func (c Completeness) OK() bool {
+	return c.Mismatched == 0 && c.Missing == 0 && c.Duplicates == 0 && c.Unexpected == 0
+}
 
 // histo is a concurrent HDR histogram of microseconds.
 type histo struct {
@@ -81,130 +83,6 @@ func (h *histo) percentiles() Percentiles {
 	defer h.mu.Unlock()
 	ms := func(q float64) float64 { return float64(h.h.ValueAtQuantile(q)) / 1000 }
 	return Percentiles{P50: ms(50), P90: ms(90), P99: ms(99), P999: ms(99.9), Max: float64(h.h.Max()) / 1000, N: h.h.TotalCount()}
-}
-
-// fixedClock stamps the oracle's next operation with the broker's stamp.
-type fixedClock struct{ t int64 }
-
-func (c *fixedClock) Now() int64 { return c.t }
-
-type pair struct{ ts, tp int64 }
-
-// report replays the stamped operations through the oracle and compares.
-func (r *run) report(elapsed time.Duration, notes []note) (*Report, error) {
-	rep := &Report{Ops: len(r.cfg.Ops), Seconds: elapsed.Seconds(), Errors: r.errs, ErrorExamples: r.examples,
-		BrokerCuts: r.cuts, Drops: r.drops.Load(), Resumes: r.resumes.Load(), LateResumes: r.lateResumes.Load(), Reply: r.replyLat.percentiles()}
-	rep.OpsPerSec = float64(rep.Ops) / rep.Seconds
-	rep.Notifications = len(notes)
-	rep.NotesPerSec = float64(len(notes)) / rep.Seconds
-
-	// The oracle, fed in stamp order.
-	type event struct {
-		t   int64
-		sub *subRec
-		pub *pubRec
-	}
-	var evs []event
-	due := map[int64]int64{} // tp → scheduled time
-	for i := range r.subs {
-		if s := &r.subs[i]; s.ok {
-			evs = append(evs, event{t: s.ts, sub: s})
-			rep.Subscribes++
-		}
-		if p := &r.pubs[i]; p.ok {
-			evs = append(evs, event{t: p.tp, pub: p})
-			due[p.tp] = p.due
-			rep.Publishes++
-		}
-	}
-	slices.SortFunc(evs, func(a, b event) int { return int(min(max(a.t-b.t, -1), 1)) })
-	clock := &fixedClock{}
-	oracle := subscriptions.NewOracle(clock, subscriptions.Limits{})
-	ctx := context.Background()
-	live, past := map[pair]int{}, map[pair]int{}
-	for _, e := range evs {
-		clock.t = e.t
-		if s := e.sub; s != nil {
-			res, err := oracle.Subscribe(ctx, &subscriptions.SubscribeRequest{Uid: s.op.Uid, Cell: cell(s.op.Cell),
-				Past: s.op.Past, Future: s.op.Future, SelfJoin: s.op.SelfJoin})
-			if err != nil {
-				return nil, fmt.Errorf("loadgen: the oracle refused a subscription the broker took: %w", err)
-			}
-			for _, p := range res.Past {
-				past[pair{s.ts, p.Tp}] = 0
-			}
-			continue
-		}
-		p := e.pub
-		res, err := oracle.Publish(ctx, &subscriptions.PublishRequest{Uid: p.op.Uid, Cell: cell(p.op.Cell),
-			Expires: p.op.Expires, Desc: p.op.Desc, SelfJoin: p.op.SelfJoin})
-		if err != nil {
-			return nil, fmt.Errorf("loadgen: the oracle refused a publication the broker took: %w", err)
-		}
-		for _, s := range res.Matches {
-			live[pair{s.Ts, p.tp}] = 0
-		}
-	}
-	rep.Completeness.ExpectedLive, rep.Completeness.ExpectedPast = len(live), len(past)
-
-	lat := newHisto()
-	for _, n := range notes {
-		k := pair{n.ts, n.tp}
-		if c, ok := live[k]; ok {
-			live[k] = c + 1
-		} else {
-			live[k] = -1 << 30 // unexpected
-		}
-		if d, ok := due[n.tp]; ok {
-			lat.record(n.at - d)
-		}
-	}
-	rep.Latency = lat.percentiles()
-	for i := range r.subs {
-		s := &r.subs[i]
-		for _, tp := range s.results {
-			rep.PastResults++
-			k := pair{s.ts, tp}
-			if c, ok := past[k]; ok {
-				past[k] = c + 1
-			} else {
-				past[k] = -1 << 30
-			}
-		}
-	}
-	c := &rep.Completeness
-	example := func(kind string, k pair) {
-		if len(c.Examples) < 20 {
-			c.Examples = append(c.Examples, fmt.Sprintf("%s: subscription %s, publication %s", kind, r.describeSub(k.ts), r.describePub(k.tp)))
-		}
-	}
-	for name, m := range map[string]map[pair]int{"live": live, "past": past} {
-		for k, n := range m {
-			switch {
-			case n == 0:
-				c.Missing++
-				example(name+" missing", k)
-			case n < 0:
-				c.Unexpected++
-				example(name+" unexpected", k)
-			case n > 1:
-				c.Duplicates++
-				example(fmt.Sprintf("%s %d times", name, n), k)
-			}
-		}
-	}
-	if r.cfg.MetricsURL != "" {
-		m, err := scrape(r.cfg.MetricsURL)
-		if err != nil {
-			return nil, err
-		}
-		rep.Broker = m
-	}
-	return rep, nil
-}
-
-func cell(id dewey.ID) subscriptions.Cell {
-	return subscriptions.Cell{NS: subscriptions.NSCell, ID: id}
 }
 
 func (r *run) describeSub(ts int64) string {

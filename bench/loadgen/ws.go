@@ -27,21 +27,24 @@ type wsConn struct {
 	// cutting is set while this side drops the connection, so that the
 	// drop does not count as the broker's.
 	cutting atomic.Bool
-	notes   []note // written by the inline handler on the client's reader
+	got     *spool // the notifications, filed by the inline handler on the client's reader
 }
 
 func dialWS(r *run, url string) (*wsConn, error) {
 	c := &wsConn{r: r, tasks: make(chan task, 1<<14), window: make(chan struct{}, r.cfg.Window)}
+	var err error
+	if c.got, err = newSpool(r.cfg.SpoolDir); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var err error
 	c.c, err = client.Dial(ctx, url, client.Options{
 		MinBackoff: 10 * time.Millisecond, MaxBackoff: time.Second,
 		OnDisconnect: c.disconnected,
 		Log:          slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, c.got.remove())
 	}
 	return c, nil
 }
@@ -50,6 +53,7 @@ func closeAll(cs []*wsConn) {
 	for _, c := range cs {
 		if c != nil {
 			c.c.Close()
+			c.got.remove()
 		}
 	}
 }
@@ -115,7 +119,7 @@ func (c *wsConn) disconnected(err error) {
 // note files a notification; the client calls it on its reader, one at a
 // time.
 func (c *wsConn) note(n client.Notification) {
-	c.notes = append(c.notes, note{ts: stamp(n.Sid), tp: n.Publication.Tp.UnixNano(), at: time.Now().UnixNano()})
+	c.got.add(rec{ts: stamp(n.Sid), tp: n.Publication.Tp.UnixNano(), at: time.Now().UnixNano()})
 	c.r.notes.Add(1)
 }
 

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -103,6 +104,7 @@ func run(args []string) int {
 	fs.IntVar(&c.Cluster.ShardDepth, "shard-depth", 2, "quad tree depth of the shards: 4^depth geo shards (1-4); the same on every node")
 	fs.IntVar(&c.Cluster.Replicas, "replicas", 3, "replicas of each shard's JetStream log (1, 3 or 5; at most the number of NATS servers)")
 	fs.DurationVar(&c.Cluster.LeaseTTL, "lease-ttl", 2*time.Second, "how long after a node stops its shards move to the others")
+	memLimitMiB := fs.Int64("memory-limit-mib", 448, "soft limit of the Go runtime's memory (debug.SetMemoryLimit): near it the garbage collector runs more often rather than let the heap double; 0 for none; GOMEMLIMIT in the environment overrides it")
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long a shutdown may take to drain clients")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	format := fs.String("log-format", "text", "text or json")
@@ -139,6 +141,16 @@ func run(args []string) int {
 		return 2
 	}
 	c.CacheBytes = int64(*cacheMiB) << 20
+	if *memLimitMiB < 0 {
+		fmt.Fprintln(os.Stderr, "broker: --memory-limit-mib must not be negative")
+		return 2
+	}
+	if *memLimitMiB > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		// Without a limit the heap grows to twice what is live before a
+		// collection (GOGC=100): 100k live subscriptions peaked at 560
+		// MiB of RSS with about half of it garbage.
+		debug.SetMemoryLimit(*memLimitMiB << 20)
+	}
 	c.MaxBacklogBytes = *backlogMiB << 20
 	if c.MaxBacklog <= 0 || c.MaxBacklogBytes <= 0 || c.Gateway.SendQueue <= 0 || c.Gateway.SendQueueBytes <= 0 || c.Gateway.WriteTimeout <= 0 || c.Gateway.ReplyBudget <= 0 {
 		fmt.Fprintln(os.Stderr, "broker: --max-backlog, --max-backlog-mib, --send-queue, --send-queue-bytes, --write-timeout and --reply-budget must be positive")

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -118,4 +119,93 @@ func Durability(t *testing.T, open Opener) {
 			}
 		})
 	}
+}
+
+// recordingBackend notes the commits of every Append and Wait.
+type recordingBackend struct {
+	listdb.Backend
+	mu              sync.Mutex
+	appended, waits []listdb.Commit
+}
+
+func (r *recordingBackend) Append(a []listdb.Append) (listdb.Commit, error) {
+	c, err := r.Backend.Append(a)
+	r.mu.Lock()
+	r.appended = append(r.appended, c)
+	r.mu.Unlock()
+	return c, err
+}
+
+func (r *recordingBackend) Wait(c listdb.Commit, sync bool) error {
+	r.mu.Lock()
+	r.waits = append(r.waits, c)
+	r.mu.Unlock()
+	return r.Backend.Wait(c, sync)
+}
+
+// ReadersWaitForWhatTheyRead: an operation that stores nothing (a
+// subscription without a future, a publication without an expiry, a
+// replay) reports what it reads, so before it answers it waits for the
+// newest write before it, not for nothing: no reply shows a write that is
+// not yet durable.
+func ReadersWaitForWhatTheyRead(t *testing.T, open Opener) {
+	cell := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{1, 2}}
+	base, err := open(t.TempDir(), listdb.Config{Durability: listdb.Synced}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb := &recordingBackend{Backend: base.Backend()}
+	st, err := listdb.NewStore(rb, listdb.Config{Durability: listdb.Synced})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	// waitedForLast checks that the operation run waited for the newest
+	// Append before it and appended nothing itself.
+	waitedForLast := func(name string, run func() error) {
+		t.Helper()
+		rb.mu.Lock()
+		last, appends, waits := rb.appended[len(rb.appended)-1], len(rb.appended), len(rb.waits)
+		rb.mu.Unlock()
+		if err := run(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		rb.mu.Lock()
+		defer rb.mu.Unlock()
+		if len(rb.appended) != appends {
+			t.Fatalf("%s stored something", name)
+		}
+		if len(rb.waits) != waits+1 || rb.waits[waits] != last {
+			t.Fatalf("%s waited for %v, not for the write it read (%v)", name, rb.waits[waits:], last)
+		}
+	}
+	sub, err := st.Subscribe(ctx, &subscriptions.SubscribeRequest{Uid: "s", Cell: cell, Future: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitedForLast("a publication without an expiry", func() error {
+		res, err := st.Publish(ctx, &subscriptions.PublishRequest{Uid: "p", Cell: cell})
+		if err == nil && len(res.Matches) != 1 {
+			err = fmt.Errorf("matched %d subscriptions, want the one", len(res.Matches))
+		}
+		return err
+	})
+	if _, err := st.Publish(ctx, &subscriptions.PublishRequest{Uid: "p", Cell: cell, Expires: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	waitedForLast("a subscription without a future", func() error {
+		res, err := st.Subscribe(ctx, &subscriptions.SubscribeRequest{Uid: "s", Cell: cell, Past: time.Minute})
+		if err == nil && len(res.Past) != 1 {
+			err = fmt.Errorf("found %d publications, want the one", len(res.Past))
+		}
+		return err
+	})
+	waitedForLast("a replay", func() error {
+		res, err := st.Replay(ctx, sub.Sub.Sid(), 0)
+		if err == nil && len(res.Pubs) != 1 {
+			err = fmt.Errorf("replayed %d publications, want the one", len(res.Pubs))
+		}
+		return err
+	})
 }
