@@ -244,6 +244,7 @@ func Start(cfg Config) (_ *Broker, err error) {
 			return nil, err
 		}
 		core = b.node
+		registerNode(reg, b.node)
 	} else {
 		loc = gateway.NewLocator(tree, b.store.Topics())
 		// The service owns the store and the catalog from here on.

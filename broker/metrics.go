@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/seed84792017/cellcast/cluster"
 	"github.com/seed84792017/cellcast/listdb"
 	"github.com/seed84792017/cellcast/lsm"
 	"github.com/seed84792017/cellcast/service"
@@ -88,5 +89,22 @@ func registerService(reg prometheus.Registerer, svc *service.Service) {
 			stat(func(s service.Stats) float64 { return float64(s.Overloaded) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_catalog_errors_total", Help: "Publications stored and delivered that the catalog failed to record (queries miss them)."},
 			stat(func(s service.Stats) float64 { return float64(s.CatalogErrors) })),
+	)
+}
+
+// registerNode exports a cluster node's counters.
+func registerNode(reg prometheus.Registerer, n *cluster.Node) {
+	stat := func(f func(cluster.Stats) float64) func() float64 { return func() float64 { return f(n.Stats()) } }
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cellcast_cluster_shards_owned", Help: "Shards this node serves."},
+			stat(func(s cluster.Stats) float64 { return float64(s.Owned) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_cluster_requests_total", Help: "Operations sent to shard owners over NATS."},
+			stat(func(s cluster.Stats) float64 { return float64(s.Requests) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_cluster_replies_total", Help: "Answers this node's shards sent over NATS."},
+			stat(func(s cluster.Stats) float64 { return float64(s.Replies) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_cluster_notifications_total", Help: "Notifications this node's shards sent to the nodes holding their subscribers."},
+			stat(func(s cluster.Stats) float64 { return float64(s.Notifications) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_cluster_log_appends_total", Help: "Batches appended to shard logs (JetStream publishes)."},
+			stat(func(s cluster.Stats) float64 { return float64(s.Appends) })),
 	)
 }

@@ -119,6 +119,7 @@ func (h *holder) call(ctx context.Context, shard string, req *request, onReply f
 		h.mu.Lock()
 		h.calls[id] = c
 		h.mu.Unlock()
+		h.n.counters.requests.Add(1)
 		err := h.n.nc.PublishMsg(&nats.Msg{Subject: shardSubject + shard, Reply: nodeSubject + h.n.cfg.ID + ".r." + id, Data: body})
 		if err != nil {
 			h.forget(id)

@@ -63,7 +63,8 @@ type Node struct {
 	owners  map[string]string    // shard -> owning node, as last read
 	closed  bool
 
-	h *holder
+	h        *holder
+	counters counters
 
 	stop chan struct{}
 	done chan struct{}

@@ -129,6 +129,7 @@ func (o *owner) answer(subject string, r *reply) {
 	if err != nil {
 		b, _ = json.Marshal(&reply{Err: &wireError{Kind: "internal", Msg: err.Error()}})
 	}
+	o.n.counters.replies.Add(1)
 	if err := o.n.nc.Publish(subject, b); err != nil {
 		o.n.log.Error("cluster: sending a reply", "err", err)
 	}
@@ -163,6 +164,7 @@ func (o *owner) loop() {
 		}
 		var err error
 		if len(log) > 0 {
+			o.n.counters.appends.Add(1)
 			_, err = o.log.append(context.Background(), log)
 			if err != nil {
 				o.n.log.Error("cluster: the shard's log refused a write; giving the shard up", "shard", o.name, "err", err)

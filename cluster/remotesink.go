@@ -32,6 +32,7 @@ func (k *remoteSink) Notify(n *delivery.Notification) bool {
 		k.pending = append(k.pending, b)
 		return true
 	}
+	k.o.n.counters.notifications.Add(1)
 	k.o.n.nc.Publish(k.subject("n"), b)
 	return true
 }
@@ -46,6 +47,7 @@ func (k *remoteSink) hold() {
 func (k *remoteSink) release() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.o.n.counters.notifications.Add(uint64(len(k.pending)))
 	for _, b := range k.pending {
 		k.o.n.nc.Publish(k.subject("n"), b)
 	}

@@ -31,6 +31,9 @@ type Cluster struct {
 // StartCluster starts n brokers under dir and waits until each is ready.
 func StartCluster(bin, dir string, n int, args ...string) (*Cluster, error) {
 	c := &Cluster{Bin: bin, Args: args, Log: dir}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
 	var routes []string
 	for i := range n {
 		var addrs [3]string

@@ -1,0 +1,285 @@
+// Command clusterbench measures what the cluster path costs: the same
+// workload against one broker and against a three-node cluster (three
+// processes on this machine), in the same run, reporting the brokers'
+// CPU-seconds per million notifications, NATS messages per operation,
+// and that every notification owed arrived exactly once.
+//
+//	go run ./bench/cmd/clusterbench [-broker BIN] [-subs 4000] [-pubs 20000]
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/seed84792017/cellcast/bench/procs"
+	"github.com/seed84792017/cellcast/client"
+)
+
+func main() {
+	bin := flag.String("broker", "", "broker binary (default: build ./cmd/broker)")
+	subs := flag.Int("subs", 4000, "subscriptions")
+	pubs := flag.Int("pubs", 20000, "publications")
+	conns := flag.Int("conns", 6, "subscriber connections (spread over the nodes)")
+	window := flag.Int("window", 16, "publications in flight per publisher connection")
+	seed := flag.Int64("seed", 1, "workload seed")
+	flag.Parse()
+	if err := run(*bin, *subs, *pubs, *conns, *window, *seed); err != nil {
+		fmt.Fprintln(os.Stderr, "clusterbench:", err)
+		os.Exit(1)
+	}
+}
+
+type workload struct {
+	subs, pubs []string // cells
+	owed       int64
+}
+
+// newWorkload puts subscriptions at depth 6 and publications at depths
+// 1 to 6, so some reach several shards and many subscribers.
+func newWorkload(nsubs, npubs int, seed int64) *workload {
+	r := rand.New(rand.NewSource(seed))
+	cell := func(depth int) string {
+		p := make([]string, depth)
+		for i := range p {
+			p[i] = strconv.Itoa(1 + r.Intn(4))
+		}
+		return strings.Join(p, ".")
+	}
+	w := &workload{}
+	for range nsubs {
+		w.subs = append(w.subs, cell(6))
+	}
+	for range npubs {
+		d := 3 + r.Intn(4)
+		if r.Intn(50) == 0 {
+			d = 1
+		}
+		w.pubs = append(w.pubs, cell(d))
+	}
+	for _, s := range w.subs {
+		for _, p := range w.pubs {
+			if s == p || strings.HasPrefix(s, p+".") {
+				w.owed++
+			}
+		}
+	}
+	return w
+}
+
+type result struct {
+	seconds, cpu float64
+	got, owed    int64
+	natsMsgs     float64
+}
+
+func run(bin string, nsubs, npubs, conns, window int, seed int64) error {
+	dir, err := os.MkdirTemp("", "clusterbench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if bin, err = procs.Broker(bin, dir); err != nil {
+		return err
+	}
+	w := newWorkload(nsubs, npubs, seed)
+	fmt.Printf("%d subscriptions, %d publications, %d notifications owed\n", nsubs, npubs, w.owed)
+	one, err := single(bin, filepath.Join(dir, "single"))
+	if err != nil {
+		return err
+	}
+	a, err := measure(one, w, conns, window)
+	stopAll(one)
+	if err != nil {
+		return err
+	}
+	c, err := procs.StartCluster(bin, filepath.Join(dir, "cluster"), 3)
+	if err != nil {
+		return err
+	}
+	b, err := measure(c.Nodes, w, conns, window)
+	c.Stop()
+	if err != nil {
+		return err
+	}
+	for _, x := range []struct {
+		name string
+		r    result
+	}{{"one node", a}, {"three nodes", b}} {
+		fmt.Printf("%-12s %8.0f notifications/s, %6.2f CPU-s per million notifications, %d of %d owed arrived, %.1f NATS messages between nodes per operation\n",
+			x.name, float64(x.r.got)/x.r.seconds, x.r.cpu/float64(x.r.got)*1e6, x.r.got, x.r.owed, x.r.natsMsgs)
+	}
+	fmt.Printf("cluster / one node, CPU per notification: %.2fx\n", (b.cpu/float64(b.got))/(a.cpu/float64(a.got)))
+	return nil
+}
+
+// single starts one broker process, as a Node of its own.
+func single(bin, dir string) ([]*procs.Node, error) {
+	var addrs [2]string
+	for i := range addrs {
+		a, err := procs.FreeAddr()
+		if err != nil {
+			return nil, err
+		}
+		addrs[i] = a
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	n := &procs.Node{ID: "single", HTTP: addrs[0], NATS: addrs[1], Dir: dir}
+	n.Cmd = exec.Command(bin, "--data", dir, "--http", n.HTTP, "--nats-listen", n.NATS)
+	if err := n.Cmd.Start(); err != nil {
+		return nil, err
+	}
+	if err := procs.WaitReady(n.HTTP); err != nil {
+		procs.Stop(n.Cmd)
+		return nil, err
+	}
+	return []*procs.Node{n}, nil
+}
+
+func stopAll(nodes []*procs.Node) {
+	for _, n := range nodes {
+		procs.Stop(n.Cmd)
+	}
+}
+
+// cpuSeconds is the user and system time of a process so far.
+func cpuSeconds(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	u, _ := strconv.ParseFloat(f[11], 64)
+	s, _ := strconv.ParseFloat(f[12], 64)
+	return (u + s) / 100, nil // USER_HZ
+}
+
+// clusterMessages sums the cluster counters of every node's /metrics.
+func clusterMessages(nodes []*procs.Node) float64 {
+	total := 0.0
+	for _, n := range nodes {
+		resp, err := http.Get("http://" + n.HTTP + "/metrics")
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			line := sc.Text()
+			for _, m := range []string{"cellcast_cluster_requests_total ", "cellcast_cluster_replies_total ", "cellcast_cluster_notifications_total ", "cellcast_cluster_log_appends_total "} {
+				if strings.HasPrefix(line, m) {
+					v, _ := strconv.ParseFloat(strings.TrimPrefix(line, m), 64)
+					total += v
+				}
+			}
+		}
+		resp.Body.Close()
+	}
+	return total
+}
+
+func measure(nodes []*procs.Node, w *workload, conns, window int) (result, error) {
+	ctx := context.Background()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var got atomic.Int64
+	var clients []*client.Client
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
+	dial := func(i int) (*client.Client, error) {
+		c, err := client.Dial(ctx, nodes[i%len(nodes)].WS(), client.Options{UID: "bench", Log: quiet, PendingLimit: 1 << 20})
+		if err == nil {
+			clients = append(clients, c)
+		}
+		return c, err
+	}
+	for i := range conns {
+		c, err := dial(i)
+		if err != nil {
+			return result{}, err
+		}
+		for k := i; k < len(w.subs); k += conns {
+			_, err := c.Subscribe(ctx, client.SubscribeRequest{Location: client.Cell(w.subs[k]), Future: 10 * time.Minute, Inline: true,
+				Handler: func(client.Notification) { got.Add(1) }})
+			if err != nil {
+				return result{}, err
+			}
+		}
+	}
+	var pubConns []*client.Client
+	for i := range len(nodes) * 2 {
+		c, err := dial(i)
+		if err != nil {
+			return result{}, err
+		}
+		pubConns = append(pubConns, c)
+	}
+	cpu0 := 0.0
+	for _, n := range nodes {
+		s, err := cpuSeconds(n.Cmd.Process.Pid)
+		if err != nil {
+			return result{}, err
+		}
+		cpu0 += s
+	}
+	msgs0 := clusterMessages(nodes)
+	start := time.Now()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, len(pubConns)*window)
+	for _, c := range pubConns {
+		for range window {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					k := int(next.Add(1)) - 1
+					if k >= len(w.pubs) {
+						return
+					}
+					if _, err := c.Publish(ctx, client.PublishRequest{Location: client.Cell(w.pubs[k]), Expires: 10 * time.Minute, Desc: "bench"}); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return result{}, err
+	}
+	for deadline := time.Now().Add(2 * time.Minute); got.Load() < w.owed && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	secs := time.Since(start).Seconds()
+	cpu1 := 0.0
+	for _, n := range nodes {
+		s, _ := cpuSeconds(n.Cmd.Process.Pid)
+		cpu1 += s
+	}
+	time.Sleep(500 * time.Millisecond) // anything beyond what is owed
+	r := result{seconds: secs, cpu: cpu1 - cpu0, got: got.Load(), owed: w.owed}
+	r.natsMsgs = (clusterMessages(nodes) - msgs0) / float64(len(w.pubs))
+	if r.got != r.owed {
+		return r, fmt.Errorf("%d notifications arrived, %d owed", r.got, r.owed)
+	}
+	return r, nil
+}
