@@ -16,6 +16,10 @@ type Options struct {
 	UID string
 	// Header holds further handshake headers.
 	Header http.Header
+	// Encoding is the WebSocket connection's: EncodingJSON (the default)
+	// or EncodingCBOR, cheaper for the client to decode. The broker must
+	// speak cellcast.cbor for the latter, or Dial fails.
+	Encoding Encoding
 	// MinBackoff and MaxBackoff bound the wait between reconnection
 	// attempts, which doubles from the one to the other with jitter.
 	// Defaults 50 ms and 5 s.
