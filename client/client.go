@@ -260,7 +260,7 @@ func (c *Client) frame(tr transport, data []byte) {
 // frameCBOR handles one binary frame, as frame does a text one.
 func (c *Client) frameCBOR(tr transport, data []byte) {
 	if sid, seq, pub, ok := splitNotificationCBOR(data); ok {
-		c.route(tr, sid, seq, -1, pub, decodePublicationCBOR)
+		c.route(tr, sid, seq, -1, pub, true)
 		return
 	}
 	f, err := decodeFrameCBOR(data)
@@ -277,7 +277,7 @@ func (c *Client) frameCBOR(tr transport, data []byte) {
 			c.opts.Log.Error("cellcast client: unreadable notification", "frame", fmt.Sprintf("%.200x", data))
 			return
 		}
-		c.route(tr, []byte(f.Sid), f.Seq, prev, f.Publication, decodePublicationCBOR)
+		c.route(tr, []byte(f.Sid), f.Seq, prev, f.Publication, true)
 		return
 	}
 	c.handle(tr, &f.wireReply, err)
@@ -374,11 +374,11 @@ func (c *Client) notify(tr transport, data []byte) {
 		c.opts.Log.Error("cellcast client: unreadable notification", "err", err)
 		return
 	}
-	c.route(tr, sid, seq, prev, pub, decodePublication)
+	c.route(tr, sid, seq, prev, pub, false)
 }
 
-// route delivers a split notification, its publication read by decode.
-func (c *Client) route(tr transport, sid []byte, seq, prev int64, pub []byte, decode func([]byte, *Publication) error) {
+// route delivers a split notification, its publication in CBOR or JSON.
+func (c *Client) route(tr transport, sid []byte, seq, prev int64, pub []byte, isCBOR bool) {
 	c.mu.Lock()
 	s := c.subs[string(sid)]
 	c.mu.Unlock()
@@ -398,7 +398,14 @@ func (c *Client) route(tr transport, sid []byte, seq, prev int64, pub []byte, de
 		return
 	}
 	n := Notification{Sid: s.Sid, Seq: seq}
-	if err := decode(pub, &n.Publication); err != nil {
+	// No function value for the decoder: n would escape to the heap.
+	var err error
+	if isCBOR {
+		err = decodePublicationCBOR(pub, &n.Publication)
+	} else {
+		err = decodePublication(pub, &n.Publication)
+	}
+	if err != nil {
 		c.opts.Log.Error("cellcast client: unreadable publication", "sid", s.Sid, "seq", seq, "err", err)
 		return
 	}
