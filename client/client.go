@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"sync"
@@ -168,7 +167,7 @@ func (c *Client) send(ctx context.Context, tr transport, req *wireRequest, fn fu
 	req.ID = strconv.FormatUint(c.nextID, 10)
 	c.pending[req.ID] = &call{fn: fn}
 	c.mu.Unlock()
-	b, err := json.Marshal(req)
+	b, err := encodeRequest(tr, req)
 	if err != nil {
 		c.forget(req.ID)
 		return fmt.Errorf("cellcast: encoding the request: %w", err)
@@ -255,6 +254,38 @@ func (c *Client) frame(tr transport, data []byte) {
 		c.opts.Log.Error("cellcast client: unreadable frame", "err", err, "frame", fmt.Sprintf("%.200q", data))
 		return
 	}
+	c.handle(tr, rep, err)
+}
+
+// frameCBOR handles one binary frame, as frame does a text one.
+func (c *Client) frameCBOR(tr transport, data []byte) {
+	if sid, seq, pub, ok := splitNotificationCBOR(data); ok {
+		c.route(tr, sid, seq, -1, pub, true)
+		return
+	}
+	f, err := decodeFrameCBOR(data)
+	if f == nil {
+		c.opts.Log.Error("cellcast client: unreadable frame", "err", err, "frame", fmt.Sprintf("%.200x", data))
+		return
+	}
+	if f.Op == "notification" {
+		prev := int64(-1)
+		if f.Prev != nil {
+			prev = *f.Prev
+		}
+		if f.Sid == "" || len(f.Publication) == 0 || prev < 0 && f.Prev != nil {
+			c.opts.Log.Error("cellcast client: unreadable notification", "frame", fmt.Sprintf("%.200x", data))
+			return
+		}
+		c.route(tr, []byte(f.Sid), f.Seq, prev, f.Publication, true)
+		return
+	}
+	c.handle(tr, &f.wireReply, err)
+}
+
+// handle takes a frame other than a notification; bad says its list
+// could not be read.
+func (c *Client) handle(tr transport, rep *wireReply, err error) {
 	if rep.Op == "ended" {
 		c.ended(tr, rep.Sid, rep.Reason, rep.Last)
 		return
@@ -319,7 +350,7 @@ func (c *Client) reply(tr transport, rep *wireReply, bad error) {
 		next := cl.rep.Next
 		c.mu.Unlock()
 		if next != "" { // cursor mode: pull the next page, under the same id
-			b, _ := json.Marshal(&wireRequest{ID: rep.ID, Op: "page", Cursor: next})
+			b, _ := encodeRequest(tr, &wireRequest{ID: rep.ID, Op: "page", Cursor: next})
 			go tr.send("page", b)
 		}
 		return
@@ -343,6 +374,11 @@ func (c *Client) notify(tr transport, data []byte) {
 		c.opts.Log.Error("cellcast client: unreadable notification", "err", err)
 		return
 	}
+	c.route(tr, sid, seq, prev, pub, false)
+}
+
+// route delivers a split notification, its publication in CBOR or JSON.
+func (c *Client) route(tr transport, sid []byte, seq, prev int64, pub []byte, isCBOR bool) {
 	c.mu.Lock()
 	s := c.subs[string(sid)]
 	c.mu.Unlock()
@@ -362,7 +398,14 @@ func (c *Client) notify(tr transport, data []byte) {
 		return
 	}
 	n := Notification{Sid: s.Sid, Seq: seq}
-	if err := decodePublication(pub, &n.Publication); err != nil {
+	// No function value for the decoder: n would escape to the heap.
+	var err error
+	if isCBOR {
+		err = decodePublicationCBOR(pub, &n.Publication)
+	} else {
+		err = decodePublication(pub, &n.Publication)
+	}
+	if err != nil {
 		c.opts.Log.Error("cellcast client: unreadable publication", "sid", s.Sid, "seq", seq, "err", err)
 		return
 	}

@@ -20,9 +20,11 @@
 // drops fail with ErrConnectionLost: a publish or subscribe may or may
 // not have been stored.
 //
-// Frames are decoded by hand where the broker's rendering allows
-// (decode.go), with encoding/json as the fallback; fuzz targets hold the
-// two to the same results.
+// A WebSocket speaks JSON, or CBOR in binary frames with
+// Options.Encoding = EncodingCBOR (cbor.go): the same frames, cheaper to
+// decode. Frames are decoded by hand where the broker's rendering allows
+// (decode.go, cbor.go), with encoding/json or fxamacker/cbor as the
+// fallback; fuzz targets hold each pair to the same results.
 //
 // The package imports nothing of the broker: the protocol is its only
 // contract with it.

@@ -20,6 +20,10 @@ type Options struct {
 	// nodes of a cluster): after a drop the client dials the next URL in
 	// turn, so it reconnects to a live node and resumes there.
 	Fallback []string
+	// Encoding is the WebSocket connection's: EncodingJSON (the default)
+	// or EncodingCBOR, cheaper for the client to decode. The broker must
+	// speak cellcast.cbor for the latter, or Dial fails.
+	Encoding Encoding
 	// MinBackoff and MaxBackoff bound the wait between reconnection
 	// attempts, which doubles from the one to the other with jitter.
 	// Defaults 50 ms and 5 s.

@@ -178,6 +178,11 @@ func decodePublicationSlow(b []byte, p *Publication) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return fmt.Errorf("%w: publication: %v", ErrProtocol, err)
 	}
+	return w.to(p)
+}
+
+// to makes w a Publication.
+func (w *wirePublication) to(p *Publication) error {
 	tp, err1 := parseTime(w.Tp)
 	exp, err2 := parseTime(w.ExpiresAt)
 	if err1 != nil || err2 != nil {

@@ -28,6 +28,7 @@ type transport interface {
 // drops.
 type wsConn struct {
 	ws      *websocket.Conn
+	bin     bool // EncodingCBOR: binary frames of CBOR both ways
 	timeout time.Duration
 	wmu     sync.Mutex // serializes writes
 }
@@ -57,6 +58,10 @@ func Dial(ctx context.Context, url string, opts Options) (*Client, error) {
 func dialWS(ctx context.Context, c *Client, url string) (*wsConn, error) {
 	o := &c.opts
 	d := websocket.Dialer{ReadBufferSize: 64 << 10, WriteBufferSize: 16 << 10, HandshakeTimeout: 10 * time.Second}
+	bin := o.Encoding == EncodingCBOR
+	if bin {
+		d.Subprotocols = []string{subprotocolCBOR}
+	}
 	ws, resp, err := d.DialContext(ctx, url, o.header())
 	if err != nil {
 		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
@@ -65,11 +70,22 @@ func dialWS(ctx context.Context, c *Client, url string) (*wsConn, error) {
 		}
 		return nil, fmt.Errorf("cellcast: dial %s: %w", url, err)
 	}
-	cn := &wsConn{ws: ws, timeout: o.WriteTimeout}
+	if bin && ws.Subprotocol() != subprotocolCBOR {
+		// The broker fell back to JSON (RFC 6455): it does not speak it.
+		ws.Close()
+		return nil, fmt.Errorf("%w: %s does not speak %s", ErrProtocol, url, subprotocolCBOR)
+	}
+	cn := &wsConn{ws: ws, bin: bin, timeout: o.WriteTimeout}
 	c.readers.Add(1)
 	go func() {
 		defer c.readers.Done()
-		c.lost(cn, cn.readLoop(func(b []byte) { c.frame(cn, b) }))
+		c.lost(cn, cn.readLoop(func(binary bool, b []byte) {
+			if binary {
+				c.frameCBOR(cn, b)
+			} else {
+				c.frame(cn, b)
+			}
+		}))
 	}()
 	return cn, nil
 }
@@ -80,7 +96,11 @@ func (cn *wsConn) send(_ string, b []byte) error {
 	cn.wmu.Lock()
 	defer cn.wmu.Unlock()
 	cn.ws.SetWriteDeadline(time.Now().Add(cn.timeout))
-	err := cn.ws.WriteMessage(websocket.TextMessage, b)
+	mt := websocket.TextMessage
+	if cn.bin {
+		mt = websocket.BinaryMessage
+	}
+	err := cn.ws.WriteMessage(mt, b)
 	if err != nil {
 		cn.ws.Close()
 	}
@@ -97,12 +117,12 @@ func (cn *wsConn) close() error {
 
 func (cn *wsConn) abort() { cn.ws.NetConn().Close() }
 
-// readLoop hands each frame to handle, reusing one buffer: handle must
-// not keep the slice.
-func (cn *wsConn) readLoop(handle func([]byte)) error {
+// readLoop hands each frame to handle, saying whether it is binary,
+// reusing one buffer: handle must not keep the slice.
+func (cn *wsConn) readLoop(handle func(bool, []byte)) error {
 	var buf bytes.Buffer
 	for {
-		_, r, err := cn.ws.NextReader()
+		mt, r, err := cn.ws.NextReader()
 		if err != nil {
 			cn.ws.Close()
 			return err
@@ -112,7 +132,7 @@ func (cn *wsConn) readLoop(handle func([]byte)) error {
 			cn.ws.Close()
 			return err
 		}
-		handle(buf.Bytes())
+		handle(mt == websocket.BinaryMessage, buf.Bytes())
 	}
 }
 

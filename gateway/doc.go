@@ -1,6 +1,6 @@
 // Package gateway is how clients reach the broker: the JSON protocol of
 // docs/protocol.md over WebSocket (one connection, many subscriptions,
-// a bounded send queue) and over NATS (request subjects, publications on
+// a bounded send queue; or the same frames in CBOR, cbor.go) and over NATS (request subjects, publications on
 // cellcast.pub.<cell>, notifications on cellcast.notify.<uid>) and HTTP
 // (POST /api/<op>). All transports share the request decoding, the
 // location forms (Dewey cell, lat/lng, topic), the limits, the auth checks

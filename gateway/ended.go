@@ -25,7 +25,7 @@ func (c *wsConn) Ended(e delivery.End) {
 		return
 	default:
 	}
-	c.q.push(frame{data: endedFrame(e)}, roomReply)
+	c.q.push(c.dataFrame(endedFrame(e)), roomReply)
 }
 
 // Ended implements delivery.Ender, on the user's notification subject.

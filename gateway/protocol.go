@@ -211,11 +211,15 @@ type Locator struct {
 	tree   *dewey.QuadTree
 	topics *dewey.Topics // nil: no topics
 	cache  *pubCache     // nil: none
+	// cborCache holds the CBOR of publications sent to cellcast.cbor
+	// clients (cbor.go).
+	cborCache *pubCache
 }
 
 // NewLocator returns a Locator over tree and topics (nil: none).
 func NewLocator(tree *dewey.QuadTree, topics *dewey.Topics) *Locator {
-	return &Locator{tree: tree, topics: topics, cache: newPubCache(pubCacheEntries, pubCacheBytes)}
+	return &Locator{tree: tree, topics: topics, cache: newPubCache(pubCacheEntries, pubCacheBytes),
+		cborCache: newPubCache(pubCacheEntries, pubCacheBytes)}
 }
 
 // locate takes exactly one of cell, lat+lng (+radius_m) and topic.
@@ -322,6 +326,22 @@ func (l *Locator) EncodePublication(p *subscriptions.Publication) []byte {
 		return render()
 	}
 	return l.cache.get(p.Tp, render)
+}
+
+// EncodePublicationCBOR renders p as the CBOR object cellcast.cbor
+// clients receive: its JSON's value (cbor.go).
+func (l *Locator) EncodePublicationCBOR(p *subscriptions.Publication) []byte {
+	render := func() []byte {
+		b, err := appendCBOR(nil, l.EncodePublication(p))
+		if err != nil {
+			panic(err) // encoding/json's output is always JSON
+		}
+		return b
+	}
+	if l.cborCache == nil {
+		return render()
+	}
+	return l.cborCache.get(p.Tp, render)
 }
 
 // Notification frames are rendered around the publication's shared body:

@@ -33,6 +33,7 @@ const (
 type frame struct {
 	data []byte
 	op   byte
+	bin  bool // a binary frame: CBOR (cbor.go)
 	sid  string
 	seq  int64
 	tp   int64
@@ -45,6 +46,9 @@ type frame struct {
 func (f *frame) size() int {
 	if f.tp == 0 {
 		return len(f.data)
+	}
+	if f.bin {
+		return notificationCBORSize(f.sid, f.seq, f.data)
 	}
 	var digits [20]byte
 	return len(notePrefix) + len(f.sid) + len(noteMiddle) + len(strconv.AppendInt(digits[:0], f.seq, 10)) +
@@ -81,6 +85,8 @@ type wsConn struct {
 	tok      string // the bearer token, checked again on reload (Reverify)
 	q        *sendQueue
 	lim      *rate.Limiter
+	// bin: the client speaks cellcast.cbor, in binary frames both ways.
+	bin bool
 
 	mu   sync.Mutex
 	sids map[string]struct{} // nil once the connection is finished
@@ -131,7 +137,12 @@ func (g *Gateway) ServeWS(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusTooManyRequests, errorFrame(nil, e))
 		return
 	}
-	ws, err := g.upgrader.Upgrade(w, r, nil)
+	proto := subprotocol(r)
+	var hdr http.Header
+	if proto != "" {
+		hdr = http.Header{"Sec-Websocket-Protocol": {proto}}
+	}
+	ws, err := g.upgrader.Upgrade(w, r, hdr)
 	if err != nil {
 		g.users.disconnect(uid)
 		return // the upgrader has answered
@@ -139,7 +150,7 @@ func (g *Gateway) ServeWS(w http.ResponseWriter, r *http.Request) {
 	raw := ws.NetConn()
 	c := &wsConn{g: g, conn: raw, fd: socketFD(raw), sw: &stallWriter{conn: raw}, user: uid, tok: tok, pipe: newPipeline(), msg: message{max: 16 * g.limits.MaxFrame},
 		lim: rate.NewLimiter(rate.Limit(g.limits.Rate), g.limits.Burst), sids: map[string]struct{}{},
-		closed: make(chan struct{}), readDone: make(chan struct{})}
+		closed: make(chan struct{}), readDone: make(chan struct{}), bin: proto == SubprotocolCBOR}
 	c.q = newSendQueue(g.limits.SendQueue, g.limits.SendQueueBytes, func() { go c.writer() })
 	c.lastRead.Store(time.Now().UnixNano())
 	c.pinger = time.AfterFunc(pingEvery, c.ping) // before anything may finish the connection
@@ -176,7 +187,7 @@ func (g *Gateway) ServeWS(w http.ResponseWriter, r *http.Request) {
 func (c *wsConn) transport() string   { return "ws" }
 func (c *wsConn) uid() string         { return c.user }
 func (c *wsConn) sink() delivery.Sink { return c }
-func (c *wsConn) reply(b []byte)      { c.enqueue(frame{data: b}, roomReply) }
+func (c *wsConn) reply(b []byte)      { c.enqueue(c.dataFrame(b), roomReply) }
 func (c *wsConn) replyAll(data [][]byte) bool {
 	select {
 	case <-c.closed:
@@ -185,7 +196,7 @@ func (c *wsConn) replyAll(data [][]byte) bool {
 	}
 	fs := make([]frame, len(data))
 	for i, b := range data {
-		fs[i] = frame{data: b}
+		fs[i] = c.dataFrame(b)
 	}
 	return c.q.pushAll(fs, roomReply)
 }
@@ -205,7 +216,11 @@ func (c *wsConn) Notify(n *delivery.Notification) bool {
 		return false
 	default:
 	}
-	if c.q.push(frame{data: n.Body, sid: n.Sid, seq: n.Seq, tp: n.Pub.Tp, replayed: n.Replayed}, roomNotification) {
+	f := frame{data: n.Body, sid: n.Sid, seq: n.Seq, tp: n.Pub.Tp, replayed: n.Replayed}
+	if c.bin {
+		f.data, f.bin = c.g.loc.EncodePublicationCBOR(n.Pub), true
+	}
+	if c.q.push(f, roomNotification) {
 		return true
 	}
 	if c.g.metrics != nil {
@@ -213,6 +228,19 @@ func (c *wsConn) Notify(n *delivery.Notification) bool {
 	}
 	c.lagged.Store(true)
 	return false
+}
+
+// dataFrame is the frame of a JSON reply in the connection's encoding.
+func (c *wsConn) dataFrame(b []byte) frame {
+	if !c.bin {
+		return frame{data: b}
+	}
+	out, err := appendCBOR(make([]byte, 0, len(b)), b)
+	if err != nil {
+		// Replies are encoding/json's or spliced from it: always JSON.
+		panic(err)
+	}
+	return frame{data: out, bin: true}
 }
 
 // catchUp has the hub replay what the connection's lagging subscriptions

@@ -116,6 +116,7 @@ type message struct {
 	max  int
 	open bool // a fragmented message has begun
 	buf  []byte
+	op   byte // the opcode of the message begun last: text or binary
 }
 
 // add takes a data frame and returns the message it completes, if any.
@@ -126,6 +127,9 @@ func (m *message) add(f wsFrame) ([]byte, error) {
 		return nil, protocolError("continuation frame without a message")
 	case f.op != opContinuation && m.open:
 		return nil, protocolError("new message before the last one ended")
+	}
+	if !m.open {
+		m.op = f.op
 	}
 	if !m.open && f.fin {
 		return f.payload, nil // the usual case: one frame, no copy

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"sync"
 	"time"
@@ -190,7 +191,24 @@ func (c *wsConn) frame(f wsFrame) bool {
 		c.count("other", CodeTooLarge)
 		return true
 	}
-	data := append([]byte(nil), m...) // m lies in the read buffer, read into again while data is served
+	var data []byte
+	if c.bin {
+		// A new slice, as below: the request as JSON.
+		var id json.RawMessage
+		var e *Error
+		if c.msg.op != opBinary {
+			e = errorf(CodeBadRequest, "this connection speaks %s: send requests in binary frames", SubprotocolCBOR)
+		} else {
+			data, id, e = requestJSON(m)
+		}
+		if e != nil {
+			p.run(c, func(_ context.Context, s session) { s.reply(errorFrame(id, e)) })
+			c.count("other", CodeBadRequest)
+			return true
+		}
+	} else {
+		data = append([]byte(nil), m...) // m lies in the read buffer, read into again while data is served
+	}
 	if !c.lim.Allow() {
 		req, _ := decodeRequest(data)
 		e := errorf(CodeOverloaded, "over %g requests per second; slow down", c.g.limits.Rate)

@@ -69,13 +69,17 @@ func (c *wsConn) writeFailed(err error, tail []byte) {
 }
 
 // writeFrame writes one unmasked, unfragmented server frame (RFC 6455
-// section 5.2): a text message unless f.op names a control frame. The
+// section 5.2): a text message (binary with f.bin) unless f.op names a
+// control frame. The
 // frame is rendered straight into the buffer's free space. On an error it
 // returns the part of the frame the buffer did not take.
 func writeFrame(w *bufio.Writer, f frame) (tail []byte, err error) {
 	op := f.op
 	if op == 0 {
 		op = websocket.TextMessage
+		if f.bin {
+			op = websocket.BinaryMessage
+		}
 	}
 	n := f.size()
 	b := w.AvailableBuffer()
@@ -90,9 +94,12 @@ func writeFrame(w *bufio.Writer, f frame) (tail []byte, err error) {
 		b = append(b, 127)
 		b = binary.BigEndian.AppendUint64(b, uint64(n))
 	}
-	if f.tp != 0 {
+	switch {
+	case f.tp != 0 && f.bin:
+		b = appendNotificationCBOR(b, f.sid, f.seq, f.data)
+	case f.tp != 0:
 		b = appendNotification(b, f.sid, f.seq, f.data)
-	} else {
+	default:
 		b = append(b, f.data...)
 	}
 	if m, err := w.Write(b); err != nil {

@@ -37,16 +37,8 @@ func TestOracle(t *testing.T) {
 	}
 }
 
-func TestParseReply(t *testing.T) {
-	r, err := parseReply([]byte(`{"id":"7","op":"subscribed","sid":"abc-1.2","cell":"1.2","ts":"x","expires_at":"2026-01-01T00:00:00Z","live":true,"results":[{"pid":"p1-1","uid":"u"},{"pid":"p2-1.2","uid":"u"}]}`))
-	if err != nil || r.ID != "7" || r.Sid != "abc-1.2" || r.Cell != "1.2" || len(r.Results) != 2 || r.Results[1].Pid != "p2-1.2" {
-		t.Fatalf("parseReply = %+v, %v", r, err)
-	}
-	r, err = parseReply([]byte(`{"id":"8","op":"error","code":"bad_request","message":"no \"cell\""}`))
-	if err != nil || r.Code != "bad_request" || r.Message != `no "cell"` {
-		t.Fatalf("error reply = %+v, %v", r, err)
-	}
-	if stampBytes([]byte("zz-1")) != 36*35+35 || stamp("zz-1") != 36*35+35 {
+func TestStamp(t *testing.T) {
+	if stamp("zz-1") != 36*35+35 || stamp("nodash") != 0 {
 		t.Fatal("stamps")
 	}
 }

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/seed84792017/cellcast/internal/procstat"
+)
+
+// brokerProc is the broker under test.
+type brokerProc struct {
+	cmd  *exec.Cmd
+	addr string
+	dir  string
+}
+
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func startBroker() (*brokerProc, error) {
+	dir, err := os.MkdirTemp("", "brokerbench-")
+	if err != nil {
+		return nil, err
+	}
+	bin := *brokerBin
+	if bin == "" {
+		bin = filepath.Join(dir, "broker")
+		build := exec.Command("go", "build", "-o", bin, "./cmd/broker")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return nil, fmt.Errorf("building the broker (run from the repository root): %w", err)
+		}
+	}
+	httpAddr, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	natsAddr, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	logf, err := os.Create(filepath.Join(dir, "broker.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "--data", filepath.Join(dir, "data"), "--http", httpAddr, "--nats-listen", natsAddr,
+		"--storage", *storage, "--geo-depth", strconv.Itoa(*geoDepth),
+		"--max-subscriptions", strconv.Itoa(*nSubs+1000), "--rate", "1e9", "--burst", "1000000000",
+		"--log-level", "warn", "--pprof")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(os.Environ(), strings.Fields(*brokerEnv)...)
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	b := &brokerProc{cmd: cmd, addr: httpAddr, dir: dir}
+	for i := 0; ; i++ {
+		resp, err := http.Get("http://" + httpAddr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return b, nil
+			}
+		}
+		if i > 300 {
+			b.stop()
+			return nil, fmt.Errorf("broker not ready; see %s", logf.Name())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (b *brokerProc) rss() (now, peak float64) {
+	return procstat.ProcessRSSMiB(b.cmd.Process.Pid), procstat.ProcessPeakRSSMiB(b.cmd.Process.Pid)
+}
+
+func (b *brokerProc) stop() {
+	b.cmd.Process.Signal(os.Interrupt)
+	b.cmd.Wait()
+	if !*keep {
+		os.RemoveAll(b.dir)
+	} else {
+		fmt.Fprintln(os.Stderr, "kept", b.dir)
+	}
+}
+
+// fetchProfile saves a CPU profile of the broker.
+func fetchProfile(addr string, d time.Duration) {
+	fetch(addr, fmt.Sprintf("profile?seconds=%d", int(d.Seconds())), *profile)
+}
+
+// fetch saves one of the broker's pprof profiles.
+func fetch(addr, what, path string) {
+	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/%s", addr, what))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "profile:", err)
+		return
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "profile:", err)
+		return
+	}
+	defer f.Close()
+	f.ReadFrom(resp.Body)
+}
+
+// serverLatency reads the broker's publish→push histogram (stamp to the
+// flush of the notification) and returns the bucket bounds holding its
+// median and 99th percentile.
+func serverLatency(addr string) (p50, p99 float64) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return -1, -1
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	type bucket struct{ le, n float64 }
+	var bs []bucket
+	for _, line := range strings.Split(string(body), "\n") {
+		rest, ok := strings.CutPrefix(line, `cellcast_publish_to_push_seconds_bucket{le="`)
+		if !ok {
+			continue
+		}
+		le, n, _ := strings.Cut(rest, `"} `)
+		l, err1 := strconv.ParseFloat(le, 64)
+		c, err2 := strconv.ParseFloat(n, 64)
+		if err1 == nil && err2 == nil {
+			bs = append(bs, bucket{l, c})
+		}
+	}
+	if len(bs) == 0 {
+		return -1, -1
+	}
+	total := bs[len(bs)-1].n
+	q := func(f float64) float64 {
+		for _, b := range bs {
+			if b.n >= f*total {
+				return b.le
+			}
+		}
+		return math.Inf(1)
+	}
+	return q(0.5), q(0.99)
+}
