@@ -125,7 +125,11 @@ func TestClusterOverWebSocket(t *testing.T) {
 				fallback = append(fallback, wsURL(o))
 			}
 		}
-		c, err := cc.Dial(ctx, wsURL(b), cc.Options{UID: fmt.Sprintf("user%d", i), Fallback: fallback,
+		enc := cc.EncodingJSON
+		if i == 1 {
+			enc = cc.EncodingCBOR // notifications rendered afresh on the holding node
+		}
+		c, err := cc.Dial(ctx, wsURL(b), cc.Options{UID: fmt.Sprintf("user%d", i), Fallback: fallback, Encoding: enc,
 			MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
 			t.Fatal(err)

@@ -168,8 +168,7 @@ func (h *holder) notify(b []byte) {
 	if r == nil || r.state != live || w.Seq <= r.last {
 		return
 	}
-	n := &delivery.Notification{Sid: w.Sid, Uid: w.Uid, Seq: w.Seq, Prev: r.last, Pub: &subscriptions.Publication{Tp: w.Tp},
-		Body: w.Body, Replayed: w.Replayed}
+	n := &delivery.Notification{Sid: w.Sid, Uid: w.Uid, Seq: w.Seq, Prev: r.last, Pub: &w.Pub, Body: w.Body, Replayed: w.Replayed}
 	if r.sink.Notify(n) {
 		r.last = w.Seq
 	} else {

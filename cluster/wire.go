@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seed84792017/cellcast/delivery"
+	"github.com/seed84792017/cellcast/listdb"
 	"github.com/seed84792017/cellcast/service"
 	"github.com/seed84792017/cellcast/subscriptions"
 )
@@ -77,10 +78,11 @@ func (e *wireError) Error() string { return e.Msg }
 // subscription: the sid, its sequence numbers, the publication's stamp and
 // its rendering (every node renders alike).
 type notification struct {
-	Sid, Uid      string
-	Seq, Prev, Tp int64
-	Replayed      bool
-	Body          []byte
+	Sid, Uid  string
+	Seq, Prev int64
+	Replayed  bool
+	Pub       subscriptions.Publication
+	Body      []byte
 }
 
 // lostRoute tells the holder that a subscription no longer routes to it.
@@ -99,12 +101,14 @@ func encodeNotification(b []byte, n *delivery.Notification) []byte {
 	b = append(b, n.Uid...)
 	b = binary.AppendVarint(b, n.Seq)
 	b = binary.AppendVarint(b, n.Prev)
-	b = binary.AppendVarint(b, n.Pub.Tp)
 	flag := byte(0)
 	if n.Replayed {
 		flag = 1
 	}
 	b = append(b, flag)
+	rec := listdb.EncodePublication(n.Pub) // sinks may render it afresh (CBOR)
+	b = binary.AppendUvarint(b, uint64(len(rec)))
+	b = append(b, rec...)
 	return append(b, n.Body...)
 }
 
@@ -135,12 +139,20 @@ func decodeNotification(b []byte) (*notification, error) {
 	n.Uid = str()
 	n.Seq = num()
 	n.Prev = num()
-	n.Tp = num()
 	if len(b) == 0 {
 		return nil, errShort
 	}
 	n.Replayed = b[0] == 1
-	n.Body = b[1:]
+	b = b[1:]
+	rec := str()
+	if b == nil {
+		return nil, errShort
+	}
+	var err error
+	if n.Pub, err = listdb.DecodePublication([]byte(rec)); err != nil {
+		return nil, fmt.Errorf("cluster: notification: %w", err)
+	}
+	n.Body = b
 	return n, nil
 }
 

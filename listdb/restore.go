@@ -90,3 +90,28 @@ func (st *Store) Restore(ctx context.Context, frag []byte) error {
 	}
 	return st.settle(c)
 }
+
+// DecodePublication reads a fragment made by EncodePublication.
+func DecodePublication(frag []byte) (subscriptions.Publication, error) {
+	var (
+		p   subscriptions.Publication
+		n   int
+		err error
+	)
+	ferr := forEach(frag, func(r *Rec) bool {
+		n++
+		if r.Kind != KindPublication {
+			err = fmt.Errorf("%w: record of kind %d, not a publication", ErrCorrupt, r.Kind)
+			return false
+		}
+		p, err = r.Publication()
+		return false
+	})
+	if ferr != nil {
+		return p, ferr
+	}
+	if err == nil && n != 1 {
+		err = fmt.Errorf("%w: no publication", ErrCorrupt)
+	}
+	return p, err
+}

@@ -36,8 +36,9 @@ func main() {
 	conns := flag.Int("conns", 6, "subscriber connections (spread over the nodes)")
 	window := flag.Int("window", 16, "publications in flight per publisher connection")
 	seed := flag.Int64("seed", 1, "workload seed")
+	keep := flag.Bool("keep", false, "keep the brokers' data and logs")
 	flag.Parse()
-	if err := run(*bin, *subs, *pubs, *conns, *window, *seed); err != nil {
+	if err := run(*bin, *subs, *pubs, *conns, *window, *seed, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "clusterbench:", err)
 		os.Exit(1)
 	}
@@ -86,12 +87,16 @@ type result struct {
 	natsMsgs     float64
 }
 
-func run(bin string, nsubs, npubs, conns, window int, seed int64) error {
+func run(bin string, nsubs, npubs, conns, window int, seed int64, keep bool) error {
 	dir, err := os.MkdirTemp("", "clusterbench")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	if keep {
+		fmt.Println("data and logs in", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
 	if bin, err = procs.Broker(bin, dir); err != nil {
 		return err
 	}
