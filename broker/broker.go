@@ -348,6 +348,10 @@ func (b *Broker) routes() *http.ServeMux {
 			http.Error(w, "not ready", http.StatusServiceUnavailable)
 			return
 		}
+		if b.node != nil && !b.node.Serving() {
+			http.Error(w, "not ready: some shards of the cluster have no owner yet (see the nodes' logs)", http.StatusServiceUnavailable)
+			return
+		}
 		if b.svc == nil {
 			// A cluster node: its shards' logs are in JetStream.
 		} else if err := b.svc.Err(); err != nil {

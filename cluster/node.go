@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -64,6 +65,7 @@ type Node struct {
 	closed  bool
 
 	h        *holder
+	serving  atomic.Bool
 	counters counters
 
 	stop chan struct{}
@@ -206,8 +208,13 @@ func (n *Node) tick(ctx context.Context, acquire bool) {
 		owners[s] = n.cfg.ID
 		go n.take(s)
 	}
+	n.serving.Store(len(owners) == len(all))
 	n.h.owners(owners)
 }
+
+// Serving reports whether, at the last look, every shard had an owner:
+// a node is ready once the cluster serves all of the Dewey space.
+func (n *Node) Serving() bool { return n.serving.Load() }
 
 // renew renews the leases of the shards this node owns or is taking, and
 // returns them. A lease whose revision moved on is lost; one that could

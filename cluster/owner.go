@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -65,11 +66,6 @@ func openOwner(ctx context.Context, n *Node, name string) (*owner, error) {
 	if o.log, err = openLog(ctx, n.js, name, n.cfg.ID, n.cfg.Replicas, n.cfg.MaxAge); err != nil {
 		return fail(err)
 	}
-	if n.cfg.Replicas > 1 {
-		if err := o.log.stepDown(ctx, n.nc); err != nil {
-			n.log.Warn("cluster: moving a shard log's leader off this node", "shard", name, "err", err)
-		}
-	}
 	err = o.log.replay(ctx, 0, func(seq uint64, batch []entry) error {
 		for _, e := range batch {
 			var err error
@@ -94,6 +90,15 @@ func openOwner(ctx context.Context, n *Node, name string) (*owner, error) {
 	// the shard fails to write.
 	if _, err := o.log.append(ctx, appendEntry(nil, entryOwner, []byte(n.cfg.ID))); err != nil {
 		return fail(err)
+	}
+	if n.cfg.Replicas > 1 {
+		go func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := o.log.stepDown(sctx, n.nc); err != nil {
+				n.log.Warn("cluster: moving a shard log's leader off this node", "shard", name, "err", err)
+			}
+		}()
 	}
 	o.svc = service.New(service.Config{Store: store, Encode: n.cfg.Encode, MaxBacklog: n.cfg.MaxBacklog,
 		MaxBacklogBytes: n.cfg.MaxBacklogBytes, Log: n.log})

@@ -54,12 +54,14 @@ type shardLog struct {
 	last    uint64 // the last sequence this owner knows the stream holds
 	msgs    uint64 // messages the stream held when opened
 	heir    string // when its leader is this node's NATS server: a current replica to hand it to
+	owner   string // this node, in message ids
+	appends uint64
 }
 
 // openLog creates or updates the shard's stream. maxAge covers the
 // longest life of any record, so the stream holds the shard's live state.
 func openLog(ctx context.Context, js jetstream.JetStream, shard, server string, replicas int, maxAge time.Duration) (*shardLog, error) {
-	l := &shardLog{js: js, stream: streamPrefix + shard, subject: logSubject + shard}
+	l := &shardLog{js: js, stream: streamPrefix + shard, subject: logSubject + shard, owner: server}
 	s, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name: l.stream, Subjects: []string{l.subject}, Storage: jetstream.FileStorage,
 		Replicas: replicas, MaxAge: maxAge, Discard: jetstream.DiscardOld,
@@ -137,8 +139,12 @@ func (l *shardLog) replay(ctx context.Context, from uint64, apply func(seq uint6
 	}
 }
 
-// appendTimeout bounds one append to a shard's log.
-const appendTimeout = 5 * time.Second
+// An append tries appendTries times, appendTimeout each: a stream whose
+// leader went away may never ack the first.
+const (
+	appendTimeout = 2 * time.Second
+	appendTries   = 3
+)
 
 // errFenced: another node appended to the shard's log; this one no
 // longer owns it.
@@ -147,18 +153,32 @@ var errFenced = errors.New("cluster: another node wrote to the shard's log")
 // append writes a batch after the last sequence this owner knows, so an
 // owner that lost its lease without knowing cannot write after the next.
 func (l *shardLog) append(ctx context.Context, batch []byte) (uint64, error) {
-	// A stream whose leader went away may never ack: give up in time,
-	// and let the shard move.
-	ctx, cancel := context.WithTimeout(ctx, appendTimeout)
-	defer cancel()
-	ack, err := l.js.Publish(ctx, l.subject, batch, jetstream.WithExpectLastSequence(l.last), jetstream.WithExpectStream(l.stream))
-	if err != nil {
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
-			return 0, errFenced
+	// A message id makes a retry safe: if the first try was stored and
+	// only its ack was lost (the stream changing leaders), JetStream
+	// answers the retry with the first one's ack instead of storing twice.
+	l.appends++
+	id := fmt.Sprintf("%s-%d-%d", l.owner, l.last, l.appends)
+	var err error
+	for try := 0; try < appendTries; try++ {
+		actx, cancel := context.WithTimeout(ctx, appendTimeout)
+		var ack *jetstream.PubAck
+		ack, err = l.js.Publish(actx, l.subject, batch, jetstream.WithMsgID(id),
+			jetstream.WithExpectLastSequence(l.last), jetstream.WithExpectStream(l.stream))
+		cancel()
+		if err == nil {
+			l.last = ack.Sequence
+			return ack.Sequence, nil
 		}
-		return 0, fmt.Errorf("cluster: appending to %s: %w", l.stream, err)
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) {
+			if apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+				return 0, errFenced
+			}
+			break
+		}
+		if ctx.Err() != nil {
+			break
+		}
 	}
-	l.last = ack.Sequence
-	return ack.Sequence, nil
+	return 0, fmt.Errorf("cluster: appending to %s: %w", l.stream, err)
 }
