@@ -70,7 +70,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzTable$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./lsm/sstable
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEdit$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./lsm/internal/manifest
 	$(GO) test -run '^$$' -fuzz '^FuzzBatch$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./lsm
-	$(GO) test -run '^$$' -fuzz '^FuzzNotification$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./cluster
+	$(GO) test -run '^$$' -fuzz '^FuzzNotes$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./cluster
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./dewey
 	$(GO) test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./gateway
 	$(GO) test -run '^$$' -fuzz '^FuzzServe$$' -fuzztime $(SERVE_FUZZTIME) -fuzzminimizetime 1s ./gateway

@@ -55,7 +55,7 @@ func (n *Node) Publish(ctx context.Context, req *subscriptions.PublishRequest, a
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			replies[i], errs[i] = n.h.call(ctx, s, &request{Op: opPublish, Pub: req}, nil)
+			replies[i], errs[i] = n.h.call(ctx, s, &request{Op: opPublish, Holder: n.cfg.ID, Pub: req}, nil)
 		}()
 	}
 	wg.Wait()
@@ -81,7 +81,7 @@ func (n *Node) Unsubscribe(ctx context.Context, sid, owner string) error {
 	if err != nil {
 		return err
 	}
-	_, err = n.h.call(ctx, shard, &request{Op: opUnsubscribe, Sid: sid, Owner: owner}, nil)
+	_, err = n.h.call(ctx, shard, &request{Op: opUnsubscribe, Holder: n.cfg.ID, Sid: sid, Owner: owner}, nil)
 	return err
 }
 

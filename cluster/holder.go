@@ -66,11 +66,8 @@ func (h *holder) receive(m *nats.Msg) {
 	kind := strings.TrimPrefix(m.Subject, nodeSubject+h.n.cfg.ID+".")
 	switch {
 	case kind == "n":
-		h.notify(m.Data)
-	case kind == "l":
-		var l lostRoute
-		if json.Unmarshal(m.Data, &l) == nil {
-			h.lost(&l)
+		if err := decodeNotes(m.Data, h.notify, h.lost); err != nil {
+			h.n.log.Error("cluster: a damaged notification batch", "err", err)
 		}
 	case strings.HasPrefix(kind, "r."):
 		id := kind[2:]
@@ -156,12 +153,7 @@ func (h *holder) forget(id string) {
 // order: a route that is resuming or lagging drops it (its resume
 // replays it), and a sequence number not above the last one handed on is
 // a repeat.
-func (h *holder) notify(b []byte) {
-	w, err := decodeNotification(b)
-	if err != nil {
-		h.n.log.Error("cluster: a malformed notification", "err", err)
-		return
-	}
+func (h *holder) notify(w *notification) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	r := h.routes[w.Sid]

@@ -65,6 +65,8 @@ type Node struct {
 	closed  bool
 
 	h        *holder
+	outMu    sync.Mutex
+	outboxes map[string]*outbox // by holding node
 	serving  atomic.Bool
 	counters counters
 
@@ -311,6 +313,21 @@ func (n *Node) lose(s string) {
 	}
 }
 
+// outbox returns the queue of what goes to node holder.
+func (n *Node) outbox(holder string) *outbox {
+	n.outMu.Lock()
+	defer n.outMu.Unlock()
+	b := n.outboxes[holder]
+	if b == nil {
+		if n.outboxes == nil {
+			n.outboxes = map[string]*outbox{}
+		}
+		b = newOutbox(n.nc, holder, &n.counters)
+		n.outboxes[holder] = b
+	}
+	return b
+}
+
 // Owned lists the shards this node serves.
 func (n *Node) Owned() []string {
 	n.mu.Lock()
@@ -350,5 +367,11 @@ func (n *Node) Close() error {
 	}
 	n.nodes.Delete(ctx, n.cfg.ID)
 	n.h.close()
+	n.outMu.Lock()
+	for _, b := range n.outboxes {
+		b.close()
+	}
+	n.outboxes = nil
+	n.outMu.Unlock()
 	return n.inbox.Unsubscribe()
 }

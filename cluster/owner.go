@@ -114,18 +114,20 @@ func openOwner(ctx context.Context, n *Node, name string) (*owner, error) {
 // take queues a request for the loop.
 func (o *owner) take(m *nats.Msg) {
 	var r request
-	if err := json.Unmarshal(m.Data, &r); err != nil {
+	if err := json.Unmarshal(m.Data, &r); err != nil || (r.Holder != "" && !validID(r.Holder)) {
 		o.n.log.Error("cluster: a malformed request on a shard subject", "shard", o.name, "err", err)
 		return
 	}
 	select {
 	case o.ops <- &op{req: r, reply: m.Reply}:
 	default:
-		o.answer(m.Reply, &reply{Err: toWire(fmt.Errorf("%w: shard %s has too many requests queued", service.ErrUnavailable, o.name))})
+		o.answer(r.Holder, m.Reply, &reply{Err: toWire(fmt.Errorf("%w: shard %s has too many requests queued", service.ErrUnavailable, o.name))})
 	}
 }
 
-func (o *owner) answer(subject string, r *reply) {
+// answer sends r to the node that asked, after what this node sent it
+// before.
+func (o *owner) answer(holder, subject string, r *reply) {
 	if subject == "" {
 		return
 	}
@@ -135,7 +137,12 @@ func (o *owner) answer(subject string, r *reply) {
 		b, _ = json.Marshal(&reply{Err: &wireError{Kind: "internal", Msg: err.Error()}})
 	}
 	o.n.counters.replies.Add(1)
-	if err := o.n.nc.Publish(subject, b); err != nil {
+	if holder == "" || !validID(holder) {
+		err = o.n.nc.Publish(subject, b)
+	} else {
+		err = o.n.outbox(holder).reply(subject, b)
+	}
+	if err != nil {
 		o.n.log.Error("cluster: sending a reply", "err", err)
 	}
 }
@@ -192,7 +199,7 @@ func (o *owner) exec(p *op, log *[]byte) func(error) {
 	ctx := context.Background()
 	r := &p.req
 	fail := func(err error) func(error) {
-		return func(error) { o.answer(p.reply, &reply{Err: toWire(err)}) }
+		return func(error) { o.answer(p.req.Holder, p.reply, &reply{Err: toWire(err)}) }
 	}
 	switch r.Op {
 	case opSubscribe:
@@ -215,10 +222,10 @@ func (o *owner) exec(p *op, log *[]byte) func(error) {
 		}
 		return func(err error) {
 			if err != nil {
-				o.answer(p.reply, &reply{Err: toWire(err)})
+				o.answer(p.req.Holder, p.reply, &reply{Err: toWire(err)})
 				return
 			}
-			o.answer(p.reply, &reply{Sid: k.sid, SubR: res})
+			o.answer(p.req.Holder, p.reply, &reply{Sid: k.sid, SubR: res})
 			k.release()
 		}
 	case opPublish:
@@ -237,7 +244,7 @@ func (o *owner) exec(p *op, log *[]byte) func(error) {
 			if err != nil {
 				out = &reply{Err: toWire(err)}
 			}
-			o.answer(p.reply, out)
+			o.answer(p.req.Holder, p.reply, out)
 		}
 	case opUnsubscribe:
 		if err := o.svc.Unsubscribe(ctx, r.Sid, r.Owner); err != nil {
@@ -249,7 +256,7 @@ func (o *owner) exec(p *op, log *[]byte) func(error) {
 			if err != nil {
 				out.Err = toWire(err)
 			}
-			o.answer(p.reply, out)
+			o.answer(p.req.Holder, p.reply, out)
 		}
 	case opResume:
 		key := r.Holder + " " + r.Sid
@@ -268,7 +275,7 @@ func (o *owner) exec(p *op, log *[]byte) func(error) {
 			return fail(err)
 		}
 		return func(error) {
-			o.answer(p.reply, &reply{Sid: r.Sid, Rep: &subscriptions.ReplayResult{Sub: res.Sub, Now: res.Now}, N: len(res.Pubs)})
+			o.answer(p.req.Holder, p.reply, &reply{Sid: r.Sid, Rep: &subscriptions.ReplayResult{Sub: res.Sub, Now: res.Now}, N: len(res.Pubs)})
 			k.release()
 		}
 	case opDetach:
@@ -279,7 +286,7 @@ func (o *owner) exec(p *op, log *[]byte) func(error) {
 		if k != nil {
 			o.svc.Detach(r.Sid, k)
 		}
-		return func(error) { o.answer(p.reply, &reply{}) }
+		return func(error) { o.answer(p.req.Holder, p.reply, &reply{}) }
 	}
 	return fail(fmt.Errorf("%w: unknown cluster operation %q", subscriptions.ErrBadRequest, r.Op))
 }
@@ -296,7 +303,7 @@ func (o *owner) close() {
 	for {
 		select {
 		case p := <-o.ops:
-			o.answer(p.reply, &reply{Err: toWire(fmt.Errorf("%w: shard %s is moving", service.ErrUnavailable, o.name))})
+			o.answer(p.req.Holder, p.reply, &reply{Err: toWire(fmt.Errorf("%w: shard %s is moving", service.ErrUnavailable, o.name))})
 			continue
 		default:
 		}

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"encoding/json"
 	"sync"
 
 	"github.com/seed84792017/cellcast/delivery"
@@ -17,23 +16,19 @@ type remoteSink struct {
 
 	mu      sync.Mutex
 	held    bool
-	pending [][]byte
+	pending []delivery.Notification
 }
-
-func (k *remoteSink) subject(kind string) string { return nodeSubject + k.holder + "." + kind }
 
 // Notify sends n to the holder, or keeps it while held. It never refuses:
 // NATS buffers, and a holder that falls behind resumes (holder.go).
 func (k *remoteSink) Notify(n *delivery.Notification) bool {
-	b := encodeNotification(nil, n)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.held {
-		k.pending = append(k.pending, b)
+		k.pending = append(k.pending, *n)
 		return true
 	}
-	k.o.n.counters.notifications.Add(1)
-	k.o.n.nc.Publish(k.subject("n"), b)
+	k.o.n.outbox(k.holder).notify(n)
 	return true
 }
 
@@ -47,9 +42,9 @@ func (k *remoteSink) hold() {
 func (k *remoteSink) release() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.o.n.counters.notifications.Add(uint64(len(k.pending)))
-	for _, b := range k.pending {
-		k.o.n.nc.Publish(k.subject("n"), b)
+	out := k.o.n.outbox(k.holder)
+	for i := range k.pending {
+		out.notify(&k.pending[i])
 	}
 	k.pending, k.held = nil, false
 }
@@ -70,6 +65,5 @@ func (k *remoteSink) Ended(e delivery.End) {
 	if closing {
 		return
 	}
-	b, _ := json.Marshal(&lostRoute{Sid: e.Sid, Uid: e.Uid, Why: e.Why, Last: e.Last, Node: o.n.cfg.ID})
-	o.n.nc.Publish(k.subject("l"), b)
+	o.n.outbox(k.holder).ended(&lostRoute{Sid: e.Sid, Uid: e.Uid, Why: e.Why, Last: e.Last, Node: o.n.cfg.ID})
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -94,11 +95,12 @@ type lostRoute struct {
 	Node string             `json:"node"` // the owner that sent it
 }
 
-func encodeNotification(b []byte, n *delivery.Notification) []byte {
-	b = binary.AppendUvarint(b, uint64(len(n.Sid)))
-	b = append(b, n.Sid...)
-	b = binary.AppendUvarint(b, uint64(len(n.Uid)))
-	b = append(b, n.Uid...)
+func encodePublication(p *subscriptions.Publication) []byte { return listdb.EncodePublication(p) }
+
+// encodeNote writes a notification of the batch's publication pub.
+func encodeNote(b []byte, n *delivery.Notification, pub uint64) []byte {
+	b = appendBytes(b, []byte(n.Sid))
+	b = appendBytes(b, []byte(n.Uid))
 	b = binary.AppendVarint(b, n.Seq)
 	b = binary.AppendVarint(b, n.Prev)
 	flag := byte(0)
@@ -106,25 +108,24 @@ func encodeNotification(b []byte, n *delivery.Notification) []byte {
 		flag = 1
 	}
 	b = append(b, flag)
-	rec := listdb.EncodePublication(n.Pub) // sinks may render it afresh (CBOR)
-	b = binary.AppendUvarint(b, uint64(len(rec)))
-	b = append(b, rec...)
-	return append(b, n.Body...)
+	return binary.AppendUvarint(b, pub)
 }
 
-var errShort = errors.New("cluster: short notification")
+var errShort = errors.New("cluster: damaged notification batch")
 
-func decodeNotification(b []byte) (*notification, error) {
-	n := &notification{}
-	str := func() string {
+// decodeNotes reads an outbox's batch, calling note for each
+// notification and ended for each ended route, in order.
+func decodeNotes(b []byte, note func(*notification), ended func(*lostRoute)) error {
+	var pubs []*notification // the publications, by index, with their renderings
+	bytes := func() []byte {
 		l, k := binary.Uvarint(b)
 		if k <= 0 || uint64(len(b)-k) < l {
 			b = nil
-			return ""
+			return nil
 		}
-		s := string(b[k : k+int(l)])
+		x := b[k : k+int(l)]
 		b = b[k+int(l):]
-		return s
+		return x
 	}
 	num := func() int64 {
 		v, k := binary.Varint(b)
@@ -135,25 +136,49 @@ func decodeNotification(b []byte) (*notification, error) {
 		b = b[k:]
 		return v
 	}
-	n.Sid = str()
-	n.Uid = str()
-	n.Seq = num()
-	n.Prev = num()
-	if len(b) == 0 {
-		return nil, errShort
+	for len(b) > 0 {
+		kind := b[0]
+		b = b[1:]
+		switch kind {
+		case batchPub:
+			rec, body := bytes(), bytes()
+			if b == nil {
+				return errShort
+			}
+			p, err := listdb.DecodePublication(rec)
+			if err != nil {
+				return fmt.Errorf("cluster: notification batch: %w", err)
+			}
+			pubs = append(pubs, &notification{Pub: p, Body: body})
+		case batchNote:
+			sid, uid := bytes(), bytes()
+			seq, prev := num(), num()
+			if len(b) == 0 {
+				return errShort
+			}
+			replayed := b[0] == 1
+			b = b[1:]
+			i, k := binary.Uvarint(b)
+			if k <= 0 || i >= uint64(len(pubs)) {
+				return errShort
+			}
+			b = b[k:]
+			note(&notification{Sid: string(sid), Uid: string(uid), Seq: seq, Prev: prev, Replayed: replayed, Pub: pubs[i].Pub, Body: pubs[i].Body})
+		case batchEnded:
+			j := bytes()
+			if b == nil {
+				return errShort
+			}
+			var l lostRoute
+			if err := json.Unmarshal(j, &l); err != nil {
+				return fmt.Errorf("cluster: notification batch: %w", err)
+			}
+			ended(&l)
+		default:
+			return fmt.Errorf("cluster: notification batch: entry kind %d", kind)
+		}
 	}
-	n.Replayed = b[0] == 1
-	b = b[1:]
-	rec := str()
-	if b == nil {
-		return nil, errShort
-	}
-	var err error
-	if n.Pub, err = listdb.DecodePublication([]byte(rec)); err != nil {
-		return nil, fmt.Errorf("cluster: notification: %w", err)
-	}
-	n.Body = b
-	return n, nil
+	return nil
 }
 
 // toWire carries err's kind to another node.

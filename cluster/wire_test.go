@@ -9,30 +9,54 @@ import (
 	"github.com/seed84792017/cellcast/subscriptions"
 )
 
-func TestNotificationRoundTrip(t *testing.T) {
+func TestBatchRoundTrip(t *testing.T) {
 	p := &subscriptions.Publication{Uid: "ann", Cell: subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{1, 4, 2}}, Tp: 77, Tmax: 99,
 		Desc: "fire", Attrs: map[string]string{"k": "v"}, At: &subscriptions.Point{Lat: 40.7, Lng: -74, RadiusM: 10}}
-	in := &delivery.Notification{Sid: "x-1.4", Uid: "bob", Seq: 12, Prev: 3, Pub: p, Body: []byte(`{"pid":"q"}`), Replayed: true}
-	out, err := decodeNotification(encodeNotification(nil, in))
+	q := &subscriptions.Publication{Uid: "bo", Cell: subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{3}}, Tp: 80, Tmax: 90}
+	var b batch
+	b.note(&delivery.Notification{Sid: "x-1.4", Uid: "bob", Seq: 12, Prev: 3, Pub: p, Body: []byte(`{"pid":"p"}`), Replayed: true})
+	b.note(&delivery.Notification{Sid: "y-1", Uid: "cy", Seq: 5, Pub: q, Body: []byte(`{"pid":"q"}`)})
+	b.ended(&lostRoute{Sid: "z-2", Why: delivery.EndWindow, Last: 9, Node: "n1"})
+	b.note(&delivery.Notification{Sid: "z-1", Uid: "di", Seq: 6, Prev: 5, Pub: p, Body: []byte(`{"pid":"p"}`)})
+	var got []*notification
+	var ends []*lostRoute
+	var order []string
+	err := decodeNotes(b.buf, func(n *notification) { got = append(got, n); order = append(order, n.Sid) },
+		func(l *lostRoute) { ends = append(ends, l); order = append(order, "end "+l.Sid) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Sid != in.Sid || out.Uid != in.Uid || out.Seq != 12 || out.Prev != 3 || !out.Replayed || !bytes.Equal(out.Body, in.Body) ||
-		out.Pub.Desc != "fire" || out.Pub.Tp != 77 || out.Pub.Attrs["k"] != "v" || out.Pub.At == nil || out.Pub.At.RadiusM != 10 {
-		t.Fatalf("round trip: %+v", out)
+	if len(got) != 3 || len(ends) != 1 || order[2] != "end z-2" || order[3] != "z-1" {
+		t.Fatalf("order %v", order)
+	}
+	a := got[0]
+	if a.Sid != "x-1.4" || a.Uid != "bob" || a.Seq != 12 || a.Prev != 3 || !a.Replayed || !bytes.Equal(a.Body, []byte(`{"pid":"p"}`)) ||
+		a.Pub.Desc != "fire" || a.Pub.Tp != 77 || a.Pub.Attrs["k"] != "v" || a.Pub.At == nil || a.Pub.At.RadiusM != 10 {
+		t.Fatalf("first: %+v", a)
+	}
+	if got[1].Pub.Uid != "bo" || got[2].Pub.Desc != "fire" || got[2].Seq != 6 || ends[0].Last != 9 || ends[0].Why != delivery.EndWindow {
+		t.Fatalf("rest: %+v %+v %+v", got[1], got[2], ends[0])
+	}
+	// The first publication's record went out once.
+	if n := bytes.Count(b.buf, []byte("fire")); n != 1 {
+		t.Fatalf("publication encoded %d times", n)
 	}
 }
 
-// FuzzNotification: a damaged notification from another node is an
-// error, never a panic.
-func FuzzNotification(f *testing.F) {
+// FuzzNotes: a damaged batch from another node is an error, never a
+// panic.
+func FuzzNotes(f *testing.F) {
+	var b batch
 	p := &subscriptions.Publication{Uid: "a", Cell: subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{2}}, Tp: 5, Tmax: 9}
-	f.Add(encodeNotification(nil, &delivery.Notification{Sid: "s", Uid: "u", Seq: 1, Pub: p, Body: []byte("{}")}))
-	f.Add([]byte{})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		n, err := decodeNotification(b)
-		if err == nil && n == nil {
-			t.Fatal("nil notification without an error")
-		}
+	b.note(&delivery.Notification{Sid: "s", Uid: "u", Seq: 1, Pub: p, Body: []byte("{}")})
+	b.ended(&lostRoute{Sid: "s"})
+	f.Add(b.buf)
+	f.Add([]byte{batchNote, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		decodeNotes(data, func(n *notification) {
+			if n == nil {
+				t.Fatal("nil notification")
+			}
+		}, func(*lostRoute) {})
 	})
 }
