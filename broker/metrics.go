@@ -104,6 +104,8 @@ func registerNode(reg prometheus.Registerer, n *cluster.Node) {
 			stat(func(s cluster.Stats) float64 { return float64(s.Replies) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_cluster_notifications_total", Help: "Notifications this node's shards sent to the nodes holding their subscribers."},
 			stat(func(s cluster.Stats) float64 { return float64(s.Notifications) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_cluster_notification_batches_total", Help: "NATS messages that carried those notifications (and ended routes) in batches."},
+			stat(func(s cluster.Stats) float64 { return float64(s.Batches) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_cluster_log_appends_total", Help: "Batches appended to shard logs (JetStream publishes)."},
 			stat(func(s cluster.Stats) float64 { return float64(s.Appends) })),
 	)

@@ -174,7 +174,9 @@ func cpuSeconds(pid int) (float64, error) {
 	return (u + s) / 100, nil // USER_HZ
 }
 
-// clusterMessages sums the cluster counters of every node's /metrics.
+// clusterMessages sums, over every node's /metrics, the NATS messages
+// the nodes sent each other: requests, replies, notification batches and
+// log appends.
 func clusterMessages(nodes []*procs.Node) float64 {
 	total := 0.0
 	for _, n := range nodes {
@@ -185,7 +187,7 @@ func clusterMessages(nodes []*procs.Node) float64 {
 		sc := bufio.NewScanner(resp.Body)
 		for sc.Scan() {
 			line := sc.Text()
-			for _, m := range []string{"cellcast_cluster_requests_total ", "cellcast_cluster_replies_total ", "cellcast_cluster_notifications_total ", "cellcast_cluster_log_appends_total "} {
+			for _, m := range []string{"cellcast_cluster_requests_total ", "cellcast_cluster_replies_total ", "cellcast_cluster_notification_batches_total ", "cellcast_cluster_log_appends_total "} {
 				if strings.HasPrefix(line, m) {
 					v, _ := strconv.ParseFloat(strings.TrimPrefix(line, m), 64)
 					total += v
