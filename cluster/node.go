@@ -32,7 +32,8 @@ type Config struct {
 	// store's limits' longest expiry or future window, plus a minute.
 	MaxAge time.Duration
 	// LeaseTTL: a node that stops renewing loses its shards this long
-	// after its last renewal; default 2 s.
+	// (by the other nodes' clocks) after its last renewal, counted while
+	// the lease bucket takes writes; default 2 s.
 	LeaseTTL time.Duration
 	// Store and LSM configure each shard's store (listdb.Config; its
 	// Durability is ignored: the log makes writes durable).
@@ -64,7 +65,11 @@ type Node struct {
 	owners  map[string]string    // shard -> owning node, as last read
 	closed  bool
 
-	h        *holder
+	h *holder
+	// Of the lease loop alone: when each lease or heartbeat was last seen
+	// to change, and since when the buckets take this node's writes.
+	seen     map[string]seenRev
+	writable time.Time
 	outMu    sync.Mutex
 	outboxes map[string]*outbox // by holding node
 	serving  atomic.Bool
@@ -97,14 +102,16 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		cfg.Log = slog.Default()
 	}
 	n := &Node{cfg: cfg, log: cfg.Log.With("node", cfg.ID), nc: cfg.NC, limits: lim, owned: map[string]*owner{},
-		revs: map[string]uint64{}, renewed: map[string]time.Time{}, owners: map[string]string{}, stop: make(chan struct{}), done: make(chan struct{})}
+		revs: map[string]uint64{}, renewed: map[string]time.Time{}, owners: map[string]string{}, seen: map[string]seenRev{}, stop: make(chan struct{}), done: make(chan struct{})}
 	var err error
 	if n.js, err = jetstream.New(cfg.NC); err != nil {
 		return nil, err
 	}
 	kv := func(bucket, what string) (jetstream.KeyValue, error) {
+		// No TTL: a bucket electing a leader (4-9 s) would let every lease
+		// lapse at once. Staleness is judged by each node (leases.go).
 		return n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, Description: what,
-			TTL: cfg.LeaseTTL, Replicas: cfg.Replicas, Storage: jetstream.FileStorage})
+			Replicas: cfg.Replicas, Storage: jetstream.FileStorage})
 	}
 	if n.leases, err = kv(leaseBucket, "Cellcast: which node owns each shard"); err != nil {
 		return nil, fmt.Errorf("cluster: lease bucket: %w", err)
@@ -122,6 +129,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	go n.run()
 	return n, nil
+}
+
+type seenRev struct {
+	rev uint64
+	at  time.Time
 }
 
 func validID(s string) bool {
@@ -159,24 +171,38 @@ func (n *Node) tick(ctx context.Context, acquire bool) {
 	mine := n.renew(ctx)
 	if _, err := n.nodes.Put(ctx, n.cfg.ID, []byte(time.Now().UTC().Format(time.RFC3339))); err != nil {
 		n.log.Warn("cluster: heartbeat", "err", err)
+		n.writable = time.Time{}
+	} else if n.writable.IsZero() {
+		n.writable = time.Now()
 	}
-	alive, err := n.nodes.Keys(ctx)
+	keys, err := n.nodes.Keys(ctx)
 	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
 		n.log.Warn("cluster: listing nodes", "err", err)
 		return
 	}
+	alive := 0
+	for _, k := range keys {
+		if e, err := n.nodes.Get(ctx, k); err == nil && (k == n.cfg.ID || !n.stale("node "+k, e.Revision())) {
+			alive++
+		}
+	}
 	all := n.cfg.Shards.All()
-	target := (len(all) + max(len(alive), 1) - 1) / max(len(alive), 1)
+	target := (len(all) + max(alive, 1) - 1) / max(alive, 1)
 	owners := map[string]string{}
-	var free []string
+	free := map[string]uint64{} // shard -> revision to take it at (0: absent)
+	var order []string
 	for _, s := range all {
 		e, err := n.leases.Get(ctx, s)
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
-			free = append(free, s)
+			free[s] = 0
+			order = append(order, s)
 		case err != nil:
 			n.log.Warn("cluster: reading a lease", "shard", s, "err", err)
 			return
+		case string(e.Value()) != n.cfg.ID && n.stale("lease "+s, e.Revision()):
+			free[s] = e.Revision() // its owner stopped renewing
+			order = append(order, s)
 		default:
 			owners[s] = string(e.Value())
 		}
@@ -195,11 +221,16 @@ func (n *Node) tick(ctx context.Context, acquire bool) {
 		delete(owners, s)
 		n.log.Info("cluster: shard released for balance", "shard", s, "target", target)
 	}
-	for _, s := range free {
+	for _, s := range order {
 		if !acquire || len(mine) >= target {
 			break
 		}
-		rev, err := n.leases.Create(ctx, s, []byte(n.cfg.ID))
+		var rev uint64
+		if at := free[s]; at == 0 {
+			rev, err = n.leases.Create(ctx, s, []byte(n.cfg.ID))
+		} else {
+			rev, err = n.leases.Update(ctx, s, []byte(n.cfg.ID), at)
+		}
 		if err != nil {
 			continue // another node was first
 		}
@@ -214,13 +245,22 @@ func (n *Node) tick(ctx context.Context, acquire bool) {
 	n.h.owners(owners)
 }
 
-// Serving reports whether, at the last look, every shard had an owner:
-// a node is ready once the cluster serves all of the Dewey space.
-func (n *Node) Serving() bool { return n.serving.Load() }
+// stale reports whether key's revision has not changed for a lease TTL,
+// by this node's clock, while the buckets took this node's writes for at
+// least as long: its writer stopped, rather than the bucket.
+func (n *Node) stale(key string, rev uint64) bool {
+	now := time.Now()
+	if v, ok := n.seen[key]; !ok || v.rev != rev {
+		n.seen[key] = seenRev{rev: rev, at: now}
+		return false
+	}
+	ttl := n.cfg.LeaseTTL
+	return now.Sub(n.seen[key].at) > ttl && !n.writable.IsZero() && now.Sub(n.writable) > ttl
+}
 
 // renew renews the leases of the shards this node owns or is taking, and
-// returns them. A lease whose revision moved on is lost; one that could
-// not be renewed for a whole TTL may have lapsed, and is given up.
+// returns them. A lease whose revision moved on is lost; one the bucket
+// cannot take a write for now is kept while a read shows it still ours.
 func (n *Node) renew(ctx context.Context) []string {
 	n.mu.Lock()
 	var mine []string

@@ -26,8 +26,10 @@ func main() {
 	bin := flag.String("broker", "", "broker binary (default: build ./cmd/broker)")
 	rounds := flag.Int("rounds", 6, "kills, taking the nodes in turn")
 	keep := flag.Bool("keep", false, "keep the nodes' data and logs")
+	subs := flag.Int("load-subs", 300, "subscriptions of the run under load (0: no such run)")
+	pubs := flag.Int("load-pubs", 1500, "publications of the run under load")
 	flag.Parse()
-	if err := run(*bin, *rounds, *keep); err != nil {
+	if err := run(*bin, *rounds, *keep, *subs, *pubs); err != nil {
 		fmt.Fprintln(os.Stderr, "failover:", err)
 		os.Exit(1)
 	}
@@ -44,7 +46,7 @@ func cells() []string {
 	return out
 }
 
-func run(bin string, rounds int, keep bool) error {
+func run(bin string, rounds int, keep bool, loadSubs, loadPubs int) error {
 	dir, err := os.MkdirTemp("", "failover")
 	if err != nil {
 		return err
@@ -84,6 +86,17 @@ func run(bin string, rounds int, keep bool) error {
 		if err := c.Restart(victim); err != nil {
 			return err
 		}
+	}
+	if loadSubs > 0 {
+		if _, err := serveAll(c, -1, quiet, time.Minute); err != nil {
+			return err
+		}
+		if err := underLoad(c, 0, loadSubs, loadPubs, quiet); err != nil {
+			return err
+		}
+	}
+	if len(took) == 0 {
+		return nil
 	}
 	slices.Sort(took)
 	fmt.Printf("failover over %d kills: min %v, median %v, max %v\n", len(took), took[0].Round(time.Millisecond),

@@ -1,0 +1,25 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"testing"
+)
+
+var kill9 = flag.Bool("kill9", false, "run three broker processes and kill -9 them (about a minute)")
+
+// TestKill9 runs the failover measurement and the check under load with
+// real broker processes: go test ./bench/cmd/failover -kill9 -v
+func TestKill9(t *testing.T) {
+	if !*kill9 {
+		t.Skip("needs -kill9: builds the broker and runs three processes")
+	}
+	wd, _ := os.Getwd()
+	if err := os.Chdir("../../.."); err != nil { // the repository root, to build ./cmd/broker
+		t.Fatal(err)
+	}
+	defer os.Chdir(wd)
+	if err := run("", 3, false, 200, 1000); err != nil {
+		t.Fatal(err)
+	}
+}
