@@ -415,3 +415,7 @@ func (n *Node) Close() error {
 	n.outMu.Unlock()
 	return n.inbox.Unsubscribe()
 }
+
+// Serving reports whether, at the last look, every shard had an owner:
+// a node is ready once the cluster serves all of the Dewey space.
+func (n *Node) Serving() bool { return n.serving.Load() }
