@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,6 +72,8 @@ type Node struct {
 	// to change, and since when the buckets take this node's writes.
 	seen     map[string]seenRev
 	writable time.Time
+	takes    uint64            // shards taken, for lease values
+	values   map[string]string // lease values of shards owned or being taken
 	outMu    sync.Mutex
 	outboxes map[string]*outbox // by holding node
 	serving  atomic.Bool
@@ -102,7 +106,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		cfg.Log = slog.Default()
 	}
 	n := &Node{cfg: cfg, log: cfg.Log.With("node", cfg.ID), nc: cfg.NC, limits: lim, owned: map[string]*owner{},
-		revs: map[string]uint64{}, renewed: map[string]time.Time{}, owners: map[string]string{}, seen: map[string]seenRev{}, stop: make(chan struct{}), done: make(chan struct{})}
+		revs: map[string]uint64{}, renewed: map[string]time.Time{}, owners: map[string]string{}, seen: map[string]seenRev{}, values: map[string]string{}, stop: make(chan struct{}), done: make(chan struct{})}
 	var err error
 	if n.js, err = jetstream.New(cfg.NC); err != nil {
 		return nil, err
@@ -200,7 +204,7 @@ func (n *Node) tick(ctx context.Context, acquire bool) {
 		case err != nil:
 			n.log.Warn("cluster: reading a lease", "shard", s, "err", err)
 			return
-		case string(e.Value()) != n.cfg.ID && n.stale("lease "+s, e.Revision()):
+		case nodeOf(string(e.Value())) != n.cfg.ID && n.stale("lease "+s, e.Revision()):
 			free[s] = e.Revision() // its owner stopped renewing
 			order = append(order, s)
 		default:
@@ -226,23 +230,37 @@ func (n *Node) tick(ctx context.Context, acquire bool) {
 			break
 		}
 		var rev uint64
+		value := n.leaseValue()
 		if at := free[s]; at == 0 {
-			rev, err = n.leases.Create(ctx, s, []byte(n.cfg.ID))
+			rev, err = n.leases.Create(ctx, s, []byte(value))
 		} else {
-			rev, err = n.leases.Update(ctx, s, []byte(n.cfg.ID), at)
+			rev, err = n.leases.Update(ctx, s, []byte(value), at)
 		}
 		if err != nil {
 			continue // another node was first
 		}
 		n.mu.Lock()
-		n.revs[s], n.renewed[s] = rev, time.Now()
+		n.revs[s], n.renewed[s], n.values[s] = rev, time.Now(), value
 		n.mu.Unlock()
 		mine = append(mine, s)
-		owners[s] = n.cfg.ID
+		owners[s] = value
 		go n.take(s)
 	}
 	n.serving.Store(len(owners) == len(all))
 	n.h.owners(owners)
+}
+
+// leaseValue names this node and a new take of a shard: holders see a
+// shard restarted by the same node as moved, and resume its routes.
+func (n *Node) leaseValue() string {
+	n.takes++
+	return n.cfg.ID + "#" + strconv.FormatUint(n.takes, 10)
+}
+
+// nodeOf is the node a lease value names.
+func nodeOf(value string) string {
+	id, _, _ := strings.Cut(value, "#")
+	return id
 }
 
 // stale reports whether key's revision has not changed for a lease TTL,
@@ -272,11 +290,11 @@ func (n *Node) renew(ctx context.Context) []string {
 	kept := mine[:0]
 	for _, s := range mine {
 		n.mu.Lock()
-		rev, at := n.revs[s], n.renewed[s]
+		rev, at, value := n.revs[s], n.renewed[s], n.values[s]
 		n.mu.Unlock()
-		r, err := n.leases.Update(ctx, s, []byte(n.cfg.ID), rev)
+		r, err := n.leases.Update(ctx, s, []byte(value), rev)
 		if err != nil {
-			if n.stillMine(ctx, s, rev) {
+			if n.stillMine(ctx, s, rev, value) {
 				// The bucket takes no writes now (its leader is being
 				// elected), but nobody else holds the lease: keep serving.
 				// Were it taken meanwhile, the shard's log would refuse
@@ -302,42 +320,85 @@ func (n *Node) renew(ctx context.Context) []string {
 // stillMine reports whether the lease of shard s still holds revision rev
 // of this node, as far as a read (served by any replica) tells. A failed
 // read counts as yes: the log's fencing guards against the rest.
-func (n *Node) stillMine(ctx context.Context, s string, rev uint64) bool {
+func (n *Node) stillMine(ctx context.Context, s string, rev uint64, value string) bool {
 	e, err := n.leases.Get(ctx, s)
 	if err != nil {
 		return !errors.Is(err, jetstream.ErrKeyNotFound)
 	}
-	return e.Revision() == rev && string(e.Value()) == n.cfg.ID
+	return e.Revision() == rev && string(e.Value()) == value
 }
 
-// take rebuilds shard s from its log and serves it, unless its lease was
-// lost meanwhile (the lease is renewed while the log replays).
+// take rebuilds shard s from its log and serves it, trying again while
+// the log is unreachable (its stream electing a leader), until it
+// succeeds or the lease is lost (it is renewed meanwhile).
 func (n *Node) take(s string) {
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	o, err := openOwner(ctx, n, s)
-	if err != nil {
-		n.log.Error("cluster: taking a shard", "shard", s, "err", err)
+	for wait := 250 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
 		n.mu.Lock()
-		rev := n.revs[s]
+		value, leased := n.values[s], n.revs[s] != 0
 		n.mu.Unlock()
-		n.lose(s)
-		n.leases.Delete(ctx, s, jetstream.LastRevision(rev)) // for another try, here or elsewhere
+		if !leased || n.closing() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		o, err := openOwner(ctx, n, s, value)
+		cancel()
+		if err != nil {
+			n.log.Warn("cluster: taking a shard; trying again", "shard", s, "err", err, "in", wait)
+			time.Sleep(wait)
+			continue
+		}
+		n.mu.Lock()
+		keep := n.revs[s] != 0 && n.values[s] == value && !n.closed
+		if keep {
+			n.owned[s] = o
+		}
+		n.mu.Unlock()
+		if !keep {
+			o.close()
+			return
+		}
+		n.log.Info("cluster: shard taken", "shard", s, "took", time.Since(start))
 		return
 	}
+}
+
+// restart rebuilds shard s after its log refused a write whose fate is
+// unknown: the store may hold what the log does not. The node keeps the
+// lease under a new value, so holders resume their routes.
+func (n *Node) restart(s string) {
 	n.mu.Lock()
-	_, leased := n.revs[s]
-	keep := leased && !n.closed
-	if keep {
-		n.owned[s] = o
+	o := n.owned[s]
+	delete(n.owned, s)
+	rev := n.revs[s]
+	n.mu.Unlock()
+	if o != nil {
+		o.close()
+	}
+	if rev == 0 {
+		return
+	}
+	value := n.leaseValue()
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.LeaseTTL)
+	r, err := n.leases.Update(ctx, s, []byte(value), rev)
+	cancel()
+	n.mu.Lock()
+	if err == nil && n.revs[s] == rev {
+		n.revs[s], n.values[s], n.renewed[s] = r, value, time.Now()
 	}
 	n.mu.Unlock()
-	if !keep {
-		o.close()
+	if err != nil {
+		n.log.Warn("cluster: a shard to rebuild lost its lease", "shard", s, "err", err)
+		n.lose(s)
 		return
 	}
-	n.log.Info("cluster: shard taken", "shard", s, "took", time.Since(start))
+	n.take(s)
+}
+
+func (n *Node) closing() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.closed
 }
 
 // lose stops serving shard s, if this node serves it.
@@ -347,6 +408,7 @@ func (n *Node) lose(s string) {
 	delete(n.owned, s)
 	delete(n.revs, s)
 	delete(n.renewed, s)
+	delete(n.values, s)
 	n.mu.Unlock()
 	if o != nil {
 		o.close()

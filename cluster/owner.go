@@ -24,6 +24,7 @@ import (
 type owner struct {
 	n     *Node
 	name  string
+	lease string // the lease's value: this node and this take
 	log   *shardLog
 	svc   *service.Service
 	sub   *nats.Subscription
@@ -46,7 +47,7 @@ type op struct {
 // serving it. The store is rebuilt, not reused: a store this node kept
 // may hold writes that never reached the log (appended by a fenced-out
 // owner, or answered with an error).
-func openOwner(ctx context.Context, n *Node, name string) (*owner, error) {
+func openOwner(ctx context.Context, n *Node, name, lease string) (*owner, error) {
 	dir := filepath.Join(n.cfg.Dir, "shards", name)
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, err
@@ -57,7 +58,7 @@ func openOwner(ctx context.Context, n *Node, name string) (*owner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: shard %s store: %w", name, err)
 	}
-	o := &owner{n: n, name: name, ops: make(chan *op, 4096), quit: make(chan struct{}), done: make(chan struct{}),
+	o := &owner{n: n, name: name, lease: lease, ops: make(chan *op, 4096), quit: make(chan struct{}), done: make(chan struct{}),
 		sinks: map[string]*remoteSink{}}
 	fail := func(err error) (*owner, error) {
 		store.Close()
@@ -131,7 +132,7 @@ func (o *owner) answer(holder, subject string, r *reply) {
 	if subject == "" {
 		return
 	}
-	r.Node = o.n.cfg.ID
+	r.Node = o.lease
 	b, err := json.Marshal(r)
 	if err != nil {
 		b, _ = json.Marshal(&reply{Err: &wireError{Kind: "internal", Msg: err.Error()}})
@@ -179,15 +180,19 @@ func (o *owner) loop() {
 			o.n.counters.appends.Add(1)
 			_, err = o.log.append(context.Background(), log)
 			if err != nil {
-				o.n.log.Error("cluster: the shard's log refused a write; giving the shard up", "shard", o.name, "err", err)
+				o.n.log.Error("cluster: the shard's log refused a write; rebuilding the shard", "shard", o.name, "err", err)
 				err = fmt.Errorf("%w: %w", service.ErrUnavailable, err)
 			}
 		}
 		for _, f := range finish {
 			f(err)
 		}
-		if err != nil {
+		if errors.Is(err, errFenced) {
 			go o.n.lose(o.name) // which waits for this loop to end
+			return
+		}
+		if err != nil {
+			go o.n.restart(o.name) // the store may hold what the log does not
 			return
 		}
 	}

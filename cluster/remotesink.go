@@ -65,5 +65,5 @@ func (k *remoteSink) Ended(e delivery.End) {
 	if closing {
 		return
 	}
-	o.n.outbox(k.holder).ended(&lostRoute{Sid: e.Sid, Uid: e.Uid, Why: e.Why, Last: e.Last, Node: o.n.cfg.ID})
+	o.n.outbox(k.holder).ended(&lostRoute{Sid: e.Sid, Uid: e.Uid, Why: e.Why, Last: e.Last, Node: o.lease})
 }
