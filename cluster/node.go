@@ -340,7 +340,9 @@ func (n *Node) take(s string) {
 		if !leased || n.closing() {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		// A JetStream request lost to a leader election is never answered:
+		// short attempts, tried again, beat one long one.
+		ctx, cancel := context.WithTimeout(context.Background(), takeTimeout)
 		o, err := openOwner(ctx, n, s, value)
 		cancel()
 		if err != nil {
@@ -362,6 +364,10 @@ func (n *Node) take(s string) {
 		return
 	}
 }
+
+// takeTimeout bounds one attempt to rebuild a shard from its log. It
+// must cover a whole replay (at most the stream's MaxAge of records).
+const takeTimeout = 10 * time.Second
 
 // restart rebuilds shard s after its log refused a write whose fate is
 // unknown: the store may hold what the log does not. The node keeps the
