@@ -140,10 +140,12 @@ func (l *shardLog) replay(ctx context.Context, from uint64, apply func(seq uint6
 }
 
 // An append tries appendTries times, appendTimeout each: a stream whose
-// leader went away may never ack the first.
+// leader went away answers nothing until its replicas elect another
+// (4-9 s in nats-server), and waiting that out, with the same message id,
+// is cheaper than rebuilding the shard.
 const (
 	appendTimeout = 2 * time.Second
-	appendTries   = 3
+	appendTries   = 10
 )
 
 // errFenced: another node appended to the shard's log; this one no
