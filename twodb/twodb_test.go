@@ -12,8 +12,12 @@ func TestExpiredDataIsGone(t *testing.T) { storetest.ExpiredDataIsGone(t, Open) 
 func TestClockFloor(t *testing.T)  { storetest.ClockFloor(t, Open) }
 func TestResumeGrace(t *testing.T) { storetest.ResumeGrace(t, Open) }
 func TestBadInput(t *testing.T)    { storetest.BadInput(t, Open) }
-func TestConcurrent(t *testing.T)  { storetest.Concurrent(t, Open) }
-func TestDurability(t *testing.T)  { storetest.Durability(t, Open) }
+func TestCovers(t *testing.T)      { storetest.Covers(t, Open) }
+func TestCoverValidation(t *testing.T) {
+	storetest.CoverValidation(t, Open)
+}
+func TestConcurrent(t *testing.T) { storetest.Concurrent(t, Open) }
+func TestDurability(t *testing.T) { storetest.Durability(t, Open) }
 
 func BenchmarkSubHeavy(b *testing.B) { storetest.Bench(b, Open, storetest.Workload{SubsPerPub: 3}) }
 func BenchmarkPubHeavy(b *testing.B) {
