@@ -116,7 +116,6 @@ func (st *Store) Replay(ctx context.Context, sid string, after int64) (*subscrip
 	res := &subscriptions.ReplayResult{Sub: s, Now: now}
 	sc := st.newScanState()
 	bound := max(s.Tmin, s.Ts, after, st.oldest(Pubs, now))
-	var via subscriptions.Cell // the cell of s being scanned
 	visit := func(l List, key []byte, r *Rec) error {
 		if sc.skip(r, now) || r.Kind != KindPublication || r.T <= after {
 			return nil
@@ -126,13 +125,13 @@ func (st *Store) Replay(ctx context.Context, sid string, after int64) (*subscrip
 			return err
 		}
 		sc.mark(r.T)
-		if subscriptions.Notified(&p, &s, now) && ((p.Cover == nil && s.Cover == nil) || st.reports(false, s.Cells(), via, p.Cells(), key)) {
+		if subscriptions.Notified(&p, &s, now) && ((p.Cover == nil && s.Cover == nil) || st.reports(false, s.Cells(), sc.via, p.Cells(), key)) {
 			res.Pubs = append(res.Pubs, p)
 		}
 		return nil
 	}
-	for _, via = range s.Cells() {
-		if err := st.scan(via, Lists{Pubs: true}, now, bound, now, visit); err != nil {
+	for _, sc.via = range s.Cells() {
+		if err := st.scan(sc.via, Lists{Pubs: true}, now, bound, now, visit); err != nil {
 			return nil, err
 		}
 	}

@@ -26,7 +26,6 @@ func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequ
 	sc := st.newScanState()
 	var prior []*subscriptions.Subscription
 	pubBound := max(s.Tmin, st.oldest(Pubs, now))
-	var via subscriptions.Cell // the cell of s being scanned
 	visit := func(l List, key []byte, r *Rec) error {
 		if sc.skip(r, now) {
 			return nil
@@ -49,14 +48,14 @@ func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequ
 				return err
 			}
 			sc.mark(r.T)
-			if subscriptions.Match(&p, &s, now) && ((p.Cover == nil && s.Cover == nil) || st.reports(false, s.Cells(), via, p.Cells(), key)) {
+			if subscriptions.Match(&p, &s, now) && ((p.Cover == nil && s.Cover == nil) || st.reports(false, s.Cells(), sc.via, p.Cells(), key)) {
 				res.Past = append(res.Past, p)
 			}
 		}
 		return nil
 	}
-	for _, via = range s.Cells() {
-		if err := st.scan(via, Lists{Pubs: true, Subs: s.SelfJoin}, now, pubBound, st.oldest(Subs, now), visit); err != nil {
+	for _, sc.via = range s.Cells() {
+		if err := st.scan(sc.via, Lists{Pubs: true, Subs: s.SelfJoin}, now, pubBound, st.oldest(Subs, now), visit); err != nil {
 			return nil, err
 		}
 	}
@@ -97,7 +96,6 @@ func (st *Store) Publish(ctx context.Context, req *subscriptions.PublishRequest)
 	defer st.cfg.inflight.end(now)
 	res := &subscriptions.PublishResult{Pub: p, Stored: stored}
 	sc := st.newScanState()
-	var via subscriptions.Cell // the cell of p being scanned
 	visit := func(l List, key []byte, r *Rec) error {
 		if sc.skip(r, now) {
 			return nil
@@ -111,7 +109,7 @@ func (st *Store) Publish(ctx context.Context, req *subscriptions.PublishRequest)
 				return err
 			}
 			sc.mark(r.T)
-			if subscriptions.Match(&p, &s, now) && ((p.Cover == nil && s.Cover == nil) || st.reports(true, p.Cells(), via, s.Cells(), key)) {
+			if subscriptions.Match(&p, &s, now) && ((p.Cover == nil && s.Cover == nil) || st.reports(true, p.Cells(), sc.via, s.Cells(), key)) {
 				res.Matches = append(res.Matches, s)
 			}
 		case l == Pubs && r.Kind == KindPublication:
@@ -120,14 +118,14 @@ func (st *Store) Publish(ctx context.Context, req *subscriptions.PublishRequest)
 				return err
 			}
 			sc.mark(r.T)
-			if (p.Cover == nil && q.Cover == nil && q.Cell.Overlaps(p.Cell)) || ((p.Cover != nil || q.Cover != nil) && st.reports(true, p.Cells(), via, q.Cells(), key)) {
+			if (p.Cover == nil && q.Cover == nil && q.Cell.Overlaps(p.Cell)) || ((p.Cover != nil || q.Cover != nil) && st.reports(true, p.Cells(), sc.via, q.Cells(), key)) {
 				res.Recent = append(res.Recent, q)
 			}
 		}
 		return nil
 	}
-	for _, via = range p.Cells() {
-		if err := st.scan(via, Lists{Subs: true, Pubs: req.SelfJoin}, now, st.oldest(Pubs, now), st.oldest(Subs, now), visit); err != nil {
+	for _, sc.via = range p.Cells() {
+		if err := st.scan(sc.via, Lists{Subs: true, Pubs: req.SelfJoin}, now, st.oldest(Pubs, now), st.oldest(Subs, now), visit); err != nil {
 			return nil, err
 		}
 	}

@@ -96,11 +96,13 @@ func (st *Store) scan(c subscriptions.Cell, lists Lists, now, pubBound, subBound
 }
 
 // scanState is what one operation's scan remembers: cancels seen so far
-// (each cancel is newer than its subscription, so it comes first) and,
-// under fixed granularity, records already taken from another leaf. Both
-// maps stay nil until needed; reading a nil map is fine.
+// (each cancel is newer than its subscription, so it comes first), under
+// fixed granularity records already taken from another leaf, and which of
+// the operation's cells is being scanned (a cover has several). Both maps
+// stay nil until needed; reading a nil map is fine.
 type scanState struct {
 	seen, cancelled map[int64]bool
+	via             subscriptions.Cell
 }
 
 func (st *Store) newScanState() *scanState {
