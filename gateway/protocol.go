@@ -304,12 +304,12 @@ func (l *Locator) locateCell(req *Request) (subscriptions.Cell, error) {
 }
 
 // coverStrings renders a cover for a reply; nil for one cell.
-func coverStrings(cover []subscriptions.Cell) []string {
+func coverStrings(cover *subscriptions.Cover) []string {
 	if cover == nil {
 		return nil
 	}
-	out := make([]string, len(cover))
-	for i, c := range cover {
+	out := make([]string, len(cover.Cells))
+	for i, c := range cover.Cells {
 		out[i] = c.String()
 	}
 	return out

@@ -81,7 +81,7 @@ func (st *Store) find(sid string, liveAt int64) (subscriptions.Subscription, [][
 		return s, nil, fmt.Errorf("%w: %s", subscriptions.ErrUnknownSid, sid)
 	}
 	if s, err = found.Subscription(); err == nil && s.Cover != nil {
-		keys, err = st.keysFor(s.Cover)
+		keys, err = st.keysFor(s.Cover.Cells)
 	}
 	return s, keys, err
 }

@@ -299,20 +299,20 @@ const (
 )
 
 // appendCover appends a cover's cells after the first, if it has any.
-func appendCover(dst []byte, cover []subscriptions.Cell) []byte {
-	if len(cover) < 2 {
+func appendCover(dst []byte, cover *subscriptions.Cover) []byte {
+	if cover == nil || len(cover.Cells) < 2 {
 		return dst
 	}
 	dst = append(dst, tagCover)
-	dst = binary.AppendUvarint(dst, uint64(len(cover)-1))
-	for _, c := range cover[1:] {
+	dst = binary.AppendUvarint(dst, uint64(len(cover.Cells)-1))
+	for _, c := range cover.Cells[1:] {
 		dst = appendCell(dst, c)
 	}
 	return dst
 }
 
 // cover reads the cells after first.
-func (r *reader) cover(first subscriptions.Cell) []subscriptions.Cell {
+func (r *reader) cover(first subscriptions.Cell) *subscriptions.Cover {
 	n := r.uvarint()
 	if r.err == nil && (n == 0 || n >= subscriptions.MaxCover) {
 		r.err = fmt.Errorf("%w: cover of %d more cells", ErrCorrupt, n)
@@ -325,7 +325,7 @@ func (r *reader) cover(first subscriptions.Cell) []subscriptions.Cell {
 	for i := uint64(0); i < n && r.err == nil; i++ {
 		cs = append(cs, r.cell())
 	}
-	return cs
+	return &subscriptions.Cover{Cells: cs}
 }
 
 func (r *reader) point() *subscriptions.Point {

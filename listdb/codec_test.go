@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"testing"
 
 	"github.com/seed84792017/cellcast/dewey"
@@ -20,9 +21,9 @@ func TestRecordsRoundTrip(t *testing.T) {
 		SelfJoin: true, Filter: subscriptions.Filter{Keyword: "fire", Attrs: map[string]string{"k": "v"}}}
 	c2 := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{1, 4, 3}}
 	c3 := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{2, 200, 1}}
-	pc := subscriptions.Publication{Uid: "u3", Cell: cell, Cover: []subscriptions.Cell{cell, c2, c3}, Tp: 90, Tmax: 200,
+	pc := subscriptions.Publication{Uid: "u3", Cell: cell, Cover: &subscriptions.Cover{Cells: []subscriptions.Cell{cell, c2, c3}}, Tp: 90, Tmax: 200,
 		At: &subscriptions.Point{Lat: 41, Lng: -74, RadiusM: 300}}
-	sc := subscriptions.Subscription{Uid: "u4", Cell: cell, Cover: []subscriptions.Cell{cell, c3}, Ts: 80, Tmin: 70, Tmax: 300}
+	sc := subscriptions.Subscription{Uid: "u4", Cell: cell, Cover: &subscriptions.Cover{Cells: []subscriptions.Cell{cell, c3}}, Ts: 80, Tmin: 70, Tmax: 300}
 	merged, err := Merger.Merge(nil, [][]byte{EncodeSubscription(&s), EncodePublication(&p), EncodePublication(&pc), EncodeSubscription(&sc)}, false)
 	if err != nil {
 		t.Fatal(err)
@@ -31,29 +32,21 @@ func TestRecordsRoundTrip(t *testing.T) {
 	if h.count != 4 || h.newest != 150 || h.maxTmax != 300 {
 		t.Fatalf("header %+v", h)
 	}
-	// show prints a publication's point, not its address.
-	show := func(p subscriptions.Publication) string {
-		if at := p.At; at != nil {
-			p.At = nil
-			return fmt.Sprintf("%v %v", p, *at)
-		}
-		return fmt.Sprint(p)
-	}
-	var got []string
+	var got []any
 	err = forEach(merged, func(r *Rec) bool {
 		switch r.Kind {
 		case KindPublication:
 			q, err := r.Publication()
-			got = append(got, fmt.Sprintf("%v %v", show(q), err))
+			got = append(got, q, err)
 		case KindSubscription:
 			q, err := r.Subscription()
-			got = append(got, fmt.Sprintf("%v %v", q, err))
+			got = append(got, q, err)
 		}
 		return true
 	})
-	want := []string{fmt.Sprintf("%v <nil>", s), show(p) + " <nil>", show(pc) + " <nil>", fmt.Sprintf("%v <nil>", sc)}
-	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("got %v\nwant %v (%v)", got, want, err)
+	want := []any{s, nil, p, nil, pc, nil, sc, nil}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v\nwant %+v (%v)", got, want, err)
 	}
 }
 
@@ -146,7 +139,7 @@ func FuzzFragment(f *testing.F) {
 	s := subscriptions.Subscription{Uid: "u2", Cell: cell, Ts: 150, Tmin: 90, Tmax: 300, Filter: subscriptions.Filter{Keyword: "x"}}
 	v, _ := Merger.Merge(nil, [][]byte{EncodeSubscription(&s), EncodePublication(&p), EncodeCancel(160, 150, 300)}, false)
 	f.Add(v)
-	two := []subscriptions.Cell{cell, {NS: subscriptions.NSCell, ID: dewey.ID{1, 5}}}
+	two := &subscriptions.Cover{Cells: []subscriptions.Cell{cell, {NS: subscriptions.NSCell, ID: dewey.ID{1, 5}}}}
 	p.Cover, s.Cover = two, two
 	p.At = &subscriptions.Point{Lat: 1, Lng: 2, RadiusM: 3}
 	v, _ = Merger.Merge(nil, [][]byte{EncodeSubscription(&s), EncodePublication(&p)}, false)

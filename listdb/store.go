@@ -190,7 +190,7 @@ func (st *Store) settle(c Commit) error {
 // Stamped hook as it lets go of st.mu. A context cancelled once the
 // operation began no longer stops it: what is stored must be answered for
 // (and dispatched), whoever still listens.
-func (st *Store) stampAndStore(ctx context.Context, list List, build func(now int64) (subscriptions.Cell, []subscriptions.Cell, int64, []byte, string, error)) (now int64, stored bool, c Commit, err error) {
+func (st *Store) stampAndStore(ctx context.Context, list List, build func(now int64) (subscriptions.Cell, *subscriptions.Cover, int64, []byte, string, error)) (now int64, stored bool, c Commit, err error) {
 	if err := ctx.Err(); err != nil {
 		return 0, false, Commit{}, err
 	}
@@ -204,7 +204,7 @@ func (st *Store) stampAndStore(ctx context.Context, list List, build func(now in
 	case cover == nil:
 		keys, err = st.cellsFor(cell)
 	default:
-		keys, err = st.keysFor(cover)
+		keys, err = st.keysFor(cover.Cells)
 	}
 	if err == nil && uid != "" {
 		keys = append(keys, userKey(uid)) // for the user's later self-joins (selfjoin.go)
@@ -212,9 +212,11 @@ func (st *Store) stampAndStore(ctx context.Context, list List, build func(now in
 	if err == nil && tmax > now {
 		err = st.raiseMarks(list, cell, tmax-now)
 	}
-	for _, c := range cover {
-		if err == nil && tmax > now {
-			err = st.raiseMarks(list, c, tmax-now)
+	if cover != nil {
+		for _, c := range cover.Cells {
+			if err == nil && tmax > now {
+				err = st.raiseMarks(list, c, tmax-now)
+			}
 		}
 	}
 	if err == nil && tmax > now {

@@ -23,6 +23,12 @@ const MaxCover = 16
 // ErrCover is matched by errors about a cover; it wraps ErrBadRequest.
 var ErrCover = fmt.Errorf("%w: bad cover", ErrBadRequest)
 
+// Cover lists the cells of a record that lies on more than one, sorted;
+// the first is the record's Cell. Records hold it by pointer (nil: one
+// cell): replies are slices of records, copied as they grow, so a wider
+// record would slow the common one-cell case.
+type Cover struct{ Cells []Cell }
+
 // Compare orders cells as their store keys sort: by namespace, then in
 // Dewey order.
 func (c Cell) Compare(o Cell) int {
@@ -35,7 +41,7 @@ func (c Cell) Compare(o Cell) int {
 // Cells returns the subscription's cells: its cover, or its one cell.
 func (s *Subscription) Cells() []Cell {
 	if s.Cover != nil {
-		return s.Cover
+		return s.Cover.Cells
 	}
 	return []Cell{s.Cell}
 }
@@ -43,7 +49,7 @@ func (s *Subscription) Cells() []Cell {
 // Cells returns the publication's cells: its cover, or its one cell.
 func (p *Publication) Cells() []Cell {
 	if p.Cover != nil {
-		return p.Cover
+		return p.Cover.Cells
 	}
 	return []Cell{p.Cell}
 }
@@ -51,16 +57,21 @@ func (p *Publication) Cells() []Cell {
 // overlapsAny is the hierarchy part of the matching rule for records with
 // covers: some cell of one overlaps some cell of the other. A nil cover
 // stands for the record's one cell.
-func overlapsAny(a Cell, ac []Cell, b Cell, bc []Cell) bool {
+func overlapsAny(a Cell, ac *Cover, b Cell, bc *Cover) bool {
 	if ac == nil && bc == nil {
 		return a.Overlaps(b)
 	}
-	if ac == nil {
-		ac = []Cell{a}
+	as, bs := []Cell{a}, []Cell{b}
+	if ac != nil {
+		as = ac.Cells
 	}
-	if bc == nil {
-		bc = []Cell{b}
+	if bc != nil {
+		bs = bc.Cells
 	}
+	return cellsOverlap(as, bs)
+}
+
+func cellsOverlap(ac, bc []Cell) bool {
 	for _, x := range ac {
 		for _, y := range bc {
 			if x.Overlaps(y) {
@@ -104,7 +115,7 @@ func pairLess(x, y, bx, by Cell) bool {
 // empty, otherwise the cover's cells (order and repeats do not matter),
 // which it returns sorted, with the first as the record's cell; a cover
 // of one cell is that cell.
-func (l Limits) checkCover(cell Cell, cover []Cell) (Cell, []Cell, error) {
+func (l Limits) checkCover(cell Cell, cover []Cell) (Cell, *Cover, error) {
 	if len(cover) == 0 {
 		return cell, nil, l.checkCell(cell)
 	}
@@ -122,5 +133,5 @@ func (l Limits) checkCover(cell Cell, cover []Cell) (Cell, []Cell, error) {
 	if len(cs) == 1 {
 		return cs[0], nil, nil
 	}
-	return cs[0], cs, nil
+	return cs[0], &Cover{Cells: cs}, nil
 }

@@ -64,7 +64,7 @@ func TestCanonicalPicksOnePair(t *testing.T) {
 		if canonical != want {
 			t.Fatalf("%v × %v: %d canonical pairs, want %d", ac, bc, canonical, want)
 		}
-		if got := overlapsAny(ac[0], ac, bc[0], bc); got != hit {
+		if got := overlapsAny(ac[0], &Cover{Cells: ac}, bc[0], &Cover{Cells: bc}); got != hit {
 			t.Fatalf("%v × %v: overlapsAny %v, want %v", ac, bc, got, hit)
 		}
 	}
@@ -74,7 +74,7 @@ func TestCoverLimits(t *testing.T) {
 	l := Limits{}.WithDefaults()
 	a, b := cellOf("1.2"), cellOf("1.1.3")
 	s, err := l.NewSubscription(&SubscribeRequest{Uid: "u", Cell: cellOf("9"), Cover: []Cell{a, b, a}}, 1)
-	if err != nil || s.Cell.String() != "1.1.3" || len(s.Cover) != 2 || s.Cover[1].String() != "1.2" {
+	if err != nil || s.Cell.String() != "1.1.3" || s.Cover == nil || len(s.Cover.Cells) != 2 || s.Cover.Cells[1].String() != "1.2" {
 		t.Fatalf("cover sorted and deduplicated, first as the cell: %+v %v", s, err)
 	}
 	if s, err := l.NewSubscription(&SubscribeRequest{Uid: "u", Cover: []Cell{a, a}}, 1); err != nil || s.Cover != nil || s.Cell.String() != "1.2" {

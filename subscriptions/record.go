@@ -79,9 +79,9 @@ func (f Filter) Accepts(p *Publication) bool {
 type Subscription struct {
 	Uid  string
 	Cell Cell // its cell, or its cover's first: the one its id names
-	// Cover, when it has more than one cell, lists all of them, sorted
-	// (cover.go); nil otherwise.
-	Cover    []Cell
+	// Cover, when it has more than one cell, lists all of them (cover.go);
+	// nil otherwise.
+	Cover    *Cover
 	Ts       int64 // when it was made; names it
 	Tmin     int64
 	Tmax     int64
@@ -96,7 +96,7 @@ func (s *Subscription) Sid() string { return FormatID(s.Ts, s.Cell) }
 type Publication struct {
 	Uid   string
 	Cell  Cell   // its cell, or its cover's first: the one its id names
-	Cover []Cell // all its cells, sorted, when more than one; else nil
+	Cover *Cover // all its cells, when more than one; else nil
 	Tp    int64  // when it was published; names it
 	Tmax  int64  // expiry
 	Desc  string
