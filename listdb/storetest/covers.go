@@ -17,7 +17,7 @@ import (
 type coverRec struct {
 	id               string
 	cells            []string
-	t, tmin, tmax    int64
+	t, tmax          int64
 	cancelled, isPub bool
 }
 
@@ -115,7 +115,7 @@ func Covers(t *testing.T, open Opener) {
 			}
 			count(i, "subscribe "+res.Sub.Sid(), got, want)
 			if res.Stored {
-				recs = append(recs, &coverRec{id: res.Sub.Sid(), cells: dotted, t: now, tmin: res.Sub.Tmin, tmax: res.Sub.Tmax})
+				recs = append(recs, &coverRec{id: res.Sub.Sid(), cells: dotted, t: now, tmax: res.Sub.Tmax})
 			}
 		case p < 84:
 			cells, dotted := cellsOf()
