@@ -428,6 +428,12 @@ func TestBadRequestsGetErrorFramesAndTheConnectionLives(t *testing.T) {
 		{"outside the map", `{"id":"x","op":"subscribe","uid":"u","lat":10,"lng":10}`, gateway.CodeBadRequest},
 		{"lat without lng", `{"id":"x","op":"subscribe","uid":"u","lat":41}`, gateway.CodeBadRequest},
 		{"negative radius", `{"id":"x","op":"subscribe","uid":"u","lat":41,"lng":-74,"radius_m":-5}`, gateway.CodeBadRequest},
+		{"cover of a cell", `{"id":"x","op":"publish","uid":"u","cell":"1.2","cover":2,"expires":"1m"}`, gateway.CodeBadRequest},
+		{"cover of a point", `{"id":"x","op":"publish","uid":"u","lat":41,"lng":-74,"cover":2,"expires":"1m"}`, gateway.CodeBadRequest},
+		{"cover of a topic", `{"id":"x","op":"subscribe","uid":"u","topic":"never/made","cover":2,"future":"1m"}`, gateway.CodeBadRequest},
+		{"cover of none", `{"id":"x","op":"publish","uid":"u","lat":41,"lng":-74,"radius_m":500,"cover":0,"expires":"1m"}`, gateway.CodeBadRequest},
+		{"cover too large", `{"id":"x","op":"publish","uid":"u","lat":41,"lng":-74,"radius_m":500,"cover":17,"expires":"1m"}`, gateway.CodeBadRequest},
+		{"cover not a number", `{"id":"x","op":"publish","uid":"u","lat":41,"lng":-74,"radius_m":500,"cover":"4","expires":"1m"}`, gateway.CodeBadRequest},
 		{"absurd window", `{"id":"x","op":"subscribe","uid":"u","cell":"1","future":"10000h"}`, gateway.CodeBadRequest},
 		{"negative window", `{"id":"x","op":"subscribe","uid":"u","cell":"1","past":-5}`, gateway.CodeBadRequest},
 		{"absurd expiry", `{"id":"x","op":"publish","uid":"u","cell":"1","expires":1e300}`, gateway.CodeBadRequest},
@@ -877,5 +883,28 @@ func TestDiskFailureTurnsReadyzAndLosesNothing(t *testing.T) {
 	}
 	if len(got) > len(pids)+1 {
 		t.Fatalf("%d publications served, %d acknowledged: writes refused after the failure reached the store", len(got), len(pids))
+	}
+}
+
+// TestCoverOnTheWire checks the cover field of the protocol on raw frames:
+// the replies list the cells, the id names the first, and a publication
+// over all of them is one match and one notification.
+func TestCoverOnTheWire(t *testing.T) {
+	b := start(t, Config{})
+	c := dial(t, b, nil)
+	lat, lng := (40.49+45.02)/2, (-79.77-71.85)/2 // where the first quadrants meet
+	s := c.do(msg{"op": "subscribe", "uid": "u", "lat": lat, "lng": lng, "radius_m": 300, "cover": 4, "future": "1m"})
+	wantOp(t, s, "subscribed")
+	cover, _ := s["cover"].([]any)
+	if len(cover) != 4 || cover[0] != s["cell"] || !strings.HasSuffix(s["sid"].(string), "-"+s["cell"].(string)) {
+		t.Fatalf("subscribed %v: want a cover of 4 whose first cell the sid names", s)
+	}
+	p := c.do(msg{"op": "publish", "uid": "u", "cell": "1", "expires": "1m"})
+	q := c.do(msg{"op": "publish", "uid": "u", "lat": lat, "lng": lng, "radius_m": 100, "cover": 4, "expires": "1m"})
+	if p["matched"] != 1.0 || q["matched"] != 1.0 || q["cover"] == nil {
+		t.Fatalf("published %v and %v: want one match each, and the second's cover", p, q)
+	}
+	if got := pidsOf(c.wait(2)); len(got) != 2 || got[0] != p["pid"] || got[1] != q["pid"] {
+		t.Fatalf("notifications %v, want %v and %v once", got, p["pid"], q["pid"])
 	}
 }

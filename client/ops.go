@@ -21,7 +21,7 @@ func (c *Client) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscripti
 			return nil, fmt.Errorf("%w: %q to a subscribe", ErrProtocol, rep.Op)
 		}
 		s := newSubscription(c, &r, req.UID)
-		s.Sid, s.Cell, s.Live = rep.Sid, rep.Cell, rep.Live
+		s.Sid, s.Cell, s.Cover, s.Live = rep.Sid, rep.Cell, rep.Cover, rep.Live
 		var err error
 		if s.Ts, err = parseTime(rep.Ts); err != nil {
 			return nil, err
@@ -92,7 +92,7 @@ func (c *Client) Publish(ctx context.Context, r PublishRequest) (*Published, err
 		if rep.Op != "published" {
 			return nil, fmt.Errorf("%w: %q to a publish", ErrProtocol, rep.Op)
 		}
-		p := &Published{Pid: rep.Pid, Cell: rep.Cell, Matched: rep.Matched}
+		p := &Published{Pid: rep.Pid, Cell: rep.Cell, Cover: rep.Cover, Matched: rep.Matched}
 		var err error
 		if p.Tp, err = parseTime(rep.Tp); err != nil {
 			return nil, err

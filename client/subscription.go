@@ -11,7 +11,8 @@ import (
 // the subscription ends, and Err then says why.
 type Subscription struct {
 	Sid       string
-	Cell      string    // the cell it was stored at
+	Cell      string    // the cell it was stored at (its cover's first)
+	Cover     []string  // every cell, for a cover of more than one
 	Ts        time.Time // its stamp
 	ExpiresAt time.Time // the end of its future window
 	Live      bool      // false: no future window, nothing follows Past

@@ -11,6 +11,7 @@ type Location struct {
 	lat, lng *float64
 	radiusM  *float64
 	topic    string
+	cover    int
 }
 
 // Cell is a Dewey id such as "1.4.2" ("t1.2" in the topic namespace).
@@ -22,6 +23,16 @@ func Point(lat, lng float64) Location { return Location{lat: &lat, lng: &lng} }
 // Circle is the smallest cell holding the circle of radiusM metres.
 func Circle(lat, lng, radiusM float64) Location {
 	return Location{lat: &lat, lng: &lng, radiusM: &radiusM}
+}
+
+// Cover puts a circle on at most k cells that cover it (1 to 16) instead
+// of the one cell holding it, which for a circle across a cell border is
+// a far larger ancestor. The subscription or publication stays one, with
+// one id, and each matching pair is still reported once. The broker
+// refuses a cover of anything but a Circle.
+func (l Location) Cover(k int) Location {
+	l.cover = k
+	return l
 }
 
 // Topic is a topic path such as "sports/soccer".
@@ -110,6 +121,7 @@ type Notification struct {
 type Published struct {
 	Pid       string
 	Cell      string
+	Cover     []string // every cell, for a cover of more than one (Cell is the first)
 	Tp        time.Time
 	ExpiresAt time.Time
 	Matched   int           // live subscriptions matched

@@ -16,6 +16,7 @@ type wireRequest struct {
 	Lat      *float64          `json:"lat,omitempty"`
 	Lng      *float64          `json:"lng,omitempty"`
 	RadiusM  *float64          `json:"radius_m,omitempty"`
+	Cover    int               `json:"cover,omitempty"`
 	Topic    string            `json:"topic,omitempty"`
 	Past     string            `json:"past,omitempty"`
 	Future   string            `json:"future,omitempty"`
@@ -40,7 +41,7 @@ type wireFilter struct {
 }
 
 func (r *wireRequest) locate(l Location) {
-	r.Cell, r.Lat, r.Lng, r.RadiusM, r.Topic = l.cell, l.lat, l.lng, l.radiusM, l.topic
+	r.Cell, r.Lat, r.Lng, r.RadiusM, r.Topic, r.Cover = l.cell, l.lat, l.lng, l.radiusM, l.topic, l.cover
 }
 
 func duration(d time.Duration) string {
@@ -60,6 +61,7 @@ type wireReply struct {
 	Sid          string            `json:"sid"`
 	Pid          string            `json:"pid"`
 	Cell         string            `json:"cell"`
+	Cover        []string          `json:"cover"`
 	Ts           string            `json:"ts"`
 	Tp           string            `json:"tp"`
 	ExpiresAt    string            `json:"expires_at"`

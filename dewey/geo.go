@@ -252,7 +252,7 @@ func (q *QuadTree) CircleCover(lat, lng, radiusM float64, k int) ([]ID, error) {
 		}
 		cover = append(append(cover[:best:best], cover[best+1:]...), kids...)
 	}
-	sort.Slice(cover, func(i, j int) bool { return compareIDs(cover[i], cover[j]) < 0 })
+	sort.Slice(cover, func(i, j int) bool { return Compare(cover[i], cover[j]) < 0 })
 	return cover, nil
 }
 
@@ -283,8 +283,9 @@ func (q *QuadTree) Leaves(id ID, depth, limit int) ([]ID, error) {
 	return out, nil
 }
 
-// compareIDs orders ids the way their encodings sort.
-func compareIDs(a, b ID) int {
+// Compare orders ids the way their encodings sort: -1, 0 or +1 (or a
+// length difference) as a sorts before, with or after b.
+func Compare(a, b ID) int {
 	for i := 0; i < len(a) && i < len(b); i++ {
 		switch {
 		case a[i] < b[i]:

@@ -15,6 +15,10 @@ func TestBadInput(t *testing.T)                   { storetest.BadInput(t, Open) 
 func TestConcurrent(t *testing.T)                 { storetest.Concurrent(t, Open) }
 func TestDurability(t *testing.T)                 { storetest.Durability(t, Open) }
 func TestReadersWaitForWhatTheyRead(t *testing.T) { storetest.ReadersWaitForWhatTheyRead(t, Open) }
+func TestCovers(t *testing.T)                     { storetest.Covers(t, Open) }
+func TestCoverValidation(t *testing.T) {
+	storetest.CoverValidation(t, Open)
+}
 
 func BenchmarkSubHeavy(b *testing.B) { storetest.Bench(b, Open, storetest.Workload{SubsPerPub: 3}) }
 func BenchmarkPubHeavy(b *testing.B) {

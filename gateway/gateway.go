@@ -277,7 +277,7 @@ func (g *Gateway) subscribe(ctx context.Context, s session, req *Request) error 
 	if req.Filter != nil {
 		sr.Filter = subscriptions.Filter{Keyword: req.Filter.Keyword, Attrs: req.Filter.Attrs}
 	}
-	cell, err := g.locateChecked(req, s.uid(), func(c subscriptions.Cell) error {
+	cell, cover, err := g.locateChecked(req, s.uid(), func(c subscriptions.Cell) error {
 		sr.Cell = c
 		_, err := g.svc.Limits().NewSubscription(sr, 0)
 		return err
@@ -285,7 +285,7 @@ func (g *Gateway) subscribe(ctx context.Context, s session, req *Request) error 
 	if err != nil {
 		return err
 	}
-	sr.Cell = cell
+	sr.Cell, sr.Cover = cell, cover
 	if e := g.users.reserveSub(s.uid()); e != nil {
 		return e
 	}
@@ -301,7 +301,7 @@ func (g *Gateway) subscribe(ctx context.Context, s session, req *Request) error 
 		if res.Stored {
 			s.holds(sid)
 		}
-		g.replyPaged(s, req, encode(subscribedReply{ID: req.ID, Op: "subscribed", Sid: sid, Cell: res.Sub.Cell.String(),
+		g.replyPaged(s, req, encode(subscribedReply{ID: req.ID, Op: "subscribed", Sid: sid, Cell: res.Sub.Cell.String(), Cover: coverStrings(res.Sub.Cover),
 			Ts: FormatTime(res.Sub.Ts), ExpiresAt: FormatTime(res.Sub.Tmax), Live: res.Stored}), "results", res.Past)
 	})
 }
@@ -312,7 +312,7 @@ func (g *Gateway) publish(ctx context.Context, s session, req *Request) error {
 		return e
 	}
 	pr := &subscriptions.PublishRequest{Uid: uid, Expires: req.Expires.get(), Desc: req.Desc, Attrs: req.Attrs, SelfJoin: req.SelfJoin, At: req.point()}
-	cell, err := g.locateChecked(req, s.uid(), func(c subscriptions.Cell) error {
+	cell, cover, err := g.locateChecked(req, s.uid(), func(c subscriptions.Cell) error {
 		pr.Cell = c
 		_, err := g.svc.Limits().NewPublication(pr, 0)
 		return err
@@ -320,9 +320,9 @@ func (g *Gateway) publish(ctx context.Context, s session, req *Request) error {
 	if err != nil {
 		return err
 	}
-	pr.Cell = cell
+	pr.Cell, pr.Cover = cell, cover
 	return g.svc.Publish(ctx, pr, func(res *subscriptions.PublishResult) {
-		r := publishedReply{ID: req.ID, Op: "published", Pid: res.Pub.Pid(), Cell: res.Pub.Cell.String(),
+		r := publishedReply{ID: req.ID, Op: "published", Pid: res.Pub.Pid(), Cell: res.Pub.Cell.String(), Cover: coverStrings(res.Pub.Cover),
 			Tp: FormatTime(res.Pub.Tp), ExpiresAt: FormatTime(res.Pub.Tmax), Matched: len(res.Matches)}
 		if req.SelfJoin {
 			g.replyPaged(s, req, encode(r), "recent", res.Recent)

@@ -83,10 +83,13 @@ type Request struct {
 	Lat     *float64        `json:"lat"`
 	Lng     *float64        `json:"lng"`
 	RadiusM *float64        `json:"radius_m"`
-	Topic   *string         `json:"topic"`
-	Past    *Duration       `json:"past"`
-	Future  *Duration       `json:"future"`
-	Expires *Duration       `json:"expires"`
+	// Cover: put a circle on at most this many cells that cover it
+	// (1…subscriptions.MaxCover) instead of the one cell holding it.
+	Cover   *int      `json:"cover"`
+	Topic   *string   `json:"topic"`
+	Past    *Duration `json:"past"`
+	Future  *Duration `json:"future"`
+	Expires *Duration `json:"expires"`
 	// SelfJoin: on subscribe, leave out what this user's earlier
 	// subscriptions already returned; on publish, reply with the cell's
 	// recent publications too.
@@ -222,8 +225,46 @@ func NewLocator(tree *dewey.QuadTree, topics *dewey.Topics) *Locator {
 		cborCache: newPubCache(pubCacheEntries, pubCacheBytes)}
 }
 
-// locate takes exactly one of cell, lat+lng (+radius_m) and topic.
-func (l *Locator) locate(req *Request) (subscriptions.Cell, error) {
+// locate takes exactly one of cell, lat+lng (+radius_m, +cover) and
+// topic. It returns the cell, and for a circle's cover of more than one
+// cell all of them (the cell is the first).
+func (l *Locator) locate(req *Request) (subscriptions.Cell, []subscriptions.Cell, error) {
+	if e := checkCover(req); e != nil {
+		return subscriptions.Cell{}, nil, e
+	}
+	c, err := l.locateCell(req)
+	if err != nil || req.Cover == nil {
+		return c, nil, err
+	}
+	ids, err := l.tree.CircleCover(*req.Lat, *req.Lng, *req.RadiusM, *req.Cover)
+	if err != nil {
+		return subscriptions.Cell{}, nil, errorf(CodeBadRequest, "%v", err)
+	}
+	if len(ids) == 1 {
+		return subscriptions.Cell{NS: subscriptions.NSCell, ID: ids[0]}, nil, nil
+	}
+	cover := make([]subscriptions.Cell, len(ids))
+	for i, id := range ids {
+		cover[i] = subscriptions.Cell{NS: subscriptions.NSCell, ID: id}
+	}
+	return cover[0], cover, nil
+}
+
+// checkCover refuses a cover without a circle, or of a size out of range,
+// before anything (a topic) is registered.
+func checkCover(req *Request) *Error {
+	switch {
+	case req.Cover == nil:
+		return nil
+	case req.RadiusM == nil || req.Lat == nil || req.Lng == nil || req.Cell != nil || req.Topic != nil:
+		return errorf(CodeBadRequest, "cover needs a circle: lat, lng and radius_m")
+	case *req.Cover < 1 || *req.Cover > subscriptions.MaxCover:
+		return errorf(CodeBadRequest, "cover %d: give 1 to %d cells", *req.Cover, subscriptions.MaxCover)
+	}
+	return nil
+}
+
+func (l *Locator) locateCell(req *Request) (subscriptions.Cell, error) {
 	forms := 0
 	for _, set := range []bool{req.Cell != nil, req.Lat != nil || req.Lng != nil, req.Topic != nil} {
 		if set {
@@ -267,6 +308,18 @@ func (l *Locator) locate(req *Request) (subscriptions.Cell, error) {
 		return subscriptions.Cell{}, errorf(CodeBadRequest, "%v", err)
 	}
 	return subscriptions.Cell{NS: subscriptions.NSCell, ID: id}, nil
+}
+
+// coverStrings renders a cover for a reply; nil for one cell.
+func coverStrings(cover *subscriptions.Cover) []string {
+	if cover == nil {
+		return nil
+	}
+	out := make([]string, len(cover.Cells))
+	for i, c := range cover.Cells {
+		out[i] = c.String()
+	}
+	return out
 }
 
 // point is where a publish request stands, when it gives lat and lng.
@@ -388,6 +441,7 @@ type subscribedReply struct {
 	Op        string          `json:"op"`
 	Sid       string          `json:"sid"`
 	Cell      string          `json:"cell"`
+	Cover     []string        `json:"cover,omitempty"` // every cell, when more than one
 	Ts        string          `json:"ts"`
 	ExpiresAt string          `json:"expires_at"`
 	Live      bool            `json:"live"` // false: no future window, nothing will follow
@@ -400,6 +454,7 @@ type publishedReply struct {
 	Op        string          `json:"op"`
 	Pid       string          `json:"pid"`
 	Cell      string          `json:"cell"`
+	Cover     []string        `json:"cover,omitempty"` // every cell, when more than one
 	Tp        string          `json:"tp"`
 	ExpiresAt string          `json:"expires_at"`
 	Matched   int             `json:"matched"`

@@ -6,6 +6,7 @@ import (
 
 	"github.com/seed84792017/cellcast/delivery"
 	"github.com/seed84792017/cellcast/dewey"
+	"github.com/seed84792017/cellcast/subscriptions"
 )
 
 // FuzzRequest feeds arbitrary frames to the request decoder and the
@@ -16,6 +17,7 @@ func FuzzRequest(f *testing.F) {
 		`{"id":"1","op":"subscribe","cell":"1.4.2","past":"10s","future":10}`,
 		`{"id":2,"op":"publish","lat":40.7,"lng":-74,"radius_m":500,"expires":"20s","attrs":{"k":"v"}}`,
 		`{"op":"subscribe","topic":"sports/soccer","filter":{"keyword":"goal","attrs":{"a":"b"}}}`,
+		`{"op":"subscribe","lat":42,"lng":-75,"radius_m":900,"cover":4}`,
 		`{"op":"resume","sid":"abc-1.2","after":5}`, `{"id":{}}`, `[]`, `{"past":1e308}`,
 	} {
 		f.Add([]byte(s))
@@ -36,9 +38,12 @@ func FuzzRequest(f *testing.F) {
 		if req.Topic != nil {
 			return // the registry would write; its paths have their own fuzz-free checks
 		}
-		c, err := loc.locate(req)
+		c, cover, err := loc.locate(req)
 		if err == nil && c.ID.Validate(dewey.MaxDepth) != nil {
 			t.Fatalf("locate(%q) = invalid %v", data, c)
+		}
+		if err == nil && (len(cover) == 1 || len(cover) > subscriptions.MaxCover || (cover != nil && cover[0].Compare(c) != 0)) {
+			t.Fatalf("locate(%q) = cover %v of cell %v", data, cover, c)
 		}
 	})
 }

@@ -212,22 +212,25 @@ func (g *Gateway) tooManyOnConn() *Error {
 	return e
 }
 
-// locateChecked locates req's cell. A topic is registered (stored, with
+// locateChecked locates req's cell (and cover, for a circle's). A topic is registered (stored, with
 // an fsync) only once the rest of the request has passed check, on a
 // stand-in cell (a topic id passes the cell check whatever its depth,
 // which checkPath bounds), and the topic quotas admit it: a refused
 // request leaves no topic behind. uid is the authenticated user, "" in
 // open mode.
-func (g *Gateway) locateChecked(req *Request, uid string, check func(subscriptions.Cell) error) (subscriptions.Cell, error) {
+func (g *Gateway) locateChecked(req *Request, uid string, check func(subscriptions.Cell) error) (subscriptions.Cell, []subscriptions.Cell, error) {
 	if req.Topic == nil || g.loc.topics == nil {
 		return g.loc.locate(req) // nothing to register: the store checks the rest
 	}
+	if e := checkCover(req); e != nil {
+		return subscriptions.Cell{}, nil, e
+	}
 	if err := check(subscriptions.Cell{NS: subscriptions.NSTopic, ID: dewey.ID{1}}); err != nil {
-		return subscriptions.Cell{}, err
+		return subscriptions.Cell{}, nil, err
 	}
 	if n := g.loc.topics.Missing(*req.Topic); n > 0 {
 		if e := g.users.newTopics(uid, n, g.loc.topics.Len()); e != nil {
-			return subscriptions.Cell{}, e
+			return subscriptions.Cell{}, nil, e
 		}
 	}
 	return g.loc.locate(req)

@@ -35,7 +35,8 @@ func (st *Store) Unsubscribe(ctx context.Context, sid string) error {
 }
 
 // find returns the subscription sid if it is uncancelled and live at
-// liveAt, and the keys it is stored under.
+// liveAt, and the keys it is stored under: its id names its cell, or its
+// cover's first, and the record found there lists the others.
 func (st *Store) find(sid string, liveAt int64) (subscriptions.Subscription, [][]byte, error) {
 	var s subscriptions.Subscription
 	ts, cell, err := subscriptions.ParseID(sid)
@@ -79,7 +80,9 @@ func (st *Store) find(sid string, liveAt int64) (subscriptions.Subscription, [][
 	if found == nil || cancelled || found.Tmax < liveAt {
 		return s, nil, fmt.Errorf("%w: %s", subscriptions.ErrUnknownSid, sid)
 	}
-	s, err = found.Subscription()
+	if s, err = found.Subscription(); err == nil && s.Cover != nil {
+		keys, err = st.keysFor(s.Cover.Cells)
+	}
 	return s, keys, err
 }
 
@@ -113,7 +116,7 @@ func (st *Store) Replay(ctx context.Context, sid string, after int64) (*subscrip
 	res := &subscriptions.ReplayResult{Sub: s, Now: now}
 	sc := st.newScanState()
 	bound := max(s.Tmin, s.Ts, after, st.oldest(Pubs, now))
-	err = st.scan(s.Cell, Lists{Pubs: true}, now, bound, now, func(l List, r *Rec) error {
+	visit := func(l List, key []byte, r *Rec) error {
 		if sc.skip(r, now) || r.Kind != KindPublication || r.T <= after {
 			return nil
 		}
@@ -122,13 +125,15 @@ func (st *Store) Replay(ctx context.Context, sid string, after int64) (*subscrip
 			return err
 		}
 		sc.mark(r.T)
-		if subscriptions.Notified(&p, &s, now) {
+		if subscriptions.Notified(&p, &s, now) && ((p.Cover == nil && s.Cover == nil) || st.reports(false, s.Cells(), sc.via, p.Cells(), key)) {
 			res.Pubs = append(res.Pubs, p)
 		}
 		return nil
-	})
-	if err != nil {
-		return nil, err
+	}
+	for _, sc.via = range s.Cells() {
+		if err := st.scan(sc.via, Lists{Pubs: true}, now, bound, now, visit); err != nil {
+			return nil, err
+		}
 	}
 	subscriptions.SortPublications(res.Pubs)
 	slices.Reverse(res.Pubs)

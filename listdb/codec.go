@@ -28,10 +28,13 @@ import (
 //	aux      int64: a subscription's Tmin, a cancel's target Ts, else 0
 //	payload  kind-specific, length-prefixed fields
 //
-// A publication's payload is cell, uid, desc, attrs and, when it was made
-// at a point or a circle, a trailing point: the byte 1, then lat, lng and
-// radius as float64 bits. Records written before points existed end after
-// attrs, and decode with no point.
+// A publication's payload is cell, uid, desc, attrs, a subscription's is
+// cell, uid, flags, keyword, attrs. Optional fields follow, each a tag
+// byte and its value: a publication's point (tag 1: lat, lng and radius
+// as float64 bits) when it was made at a point or a circle, and either
+// record's cover (tag 2: uvarint count, then that many cells: the cells
+// after the first, which is the record's cell). Records written before
+// these fields existed end after attrs and decode without them.
 //
 // Time fields sit at fixed offsets so scans and the compaction filter read
 // them without decoding payloads.
@@ -242,6 +245,7 @@ func EncodePublication(p *subscriptions.Publication) []byte {
 			pl = binary.LittleEndian.AppendUint64(pl, math.Float64bits(f))
 		}
 	}
+	pl = appendCover(pl, p.Cover)
 	return fragment(KindPublication, p.Tp, p.Tmax, 0, pl)
 }
 
@@ -257,6 +261,7 @@ func EncodeSubscription(s *subscriptions.Subscription) []byte {
 	pl = append(pl, flags)
 	pl = appendString(pl, s.Filter.Keyword)
 	pl = appendMap(pl, s.Filter.Attrs)
+	pl = appendCover(pl, s.Cover)
 	return fragment(KindSubscription, s.Ts, s.Tmax, s.Tmin, pl)
 }
 
@@ -274,19 +279,56 @@ func (r *Rec) Publication() (subscriptions.Publication, error) {
 	p.Uid = rd.string()
 	p.Desc = rd.string()
 	p.Attrs = rd.stringMap()
-	if rd.err == nil && len(rd.p) > 0 {
-		p.At = rd.point()
+	for rd.err == nil && len(rd.p) > 0 {
+		switch tag := rd.byte(); tag {
+		case tagPoint:
+			p.At = rd.point()
+		case tagCover:
+			p.Cover = rd.cover(p.Cell)
+		default:
+			rd.err = fmt.Errorf("%w: unknown trailing field %d", ErrCorrupt, tag)
+		}
 	}
 	return p, rd.err
 }
 
-// tagPoint starts a publication's optional point.
-const tagPoint = 1
+// Tags of the optional trailing fields.
+const (
+	tagPoint = 1
+	tagCover = 2
+)
+
+// appendCover appends a cover's cells after the first, if it has any.
+func appendCover(dst []byte, cover *subscriptions.Cover) []byte {
+	if cover == nil || len(cover.Cells) < 2 {
+		return dst
+	}
+	dst = append(dst, tagCover)
+	dst = binary.AppendUvarint(dst, uint64(len(cover.Cells)-1))
+	for _, c := range cover.Cells[1:] {
+		dst = appendCell(dst, c)
+	}
+	return dst
+}
+
+// cover reads the cells after first.
+func (r *reader) cover(first subscriptions.Cell) *subscriptions.Cover {
+	n := r.uvarint()
+	if r.err == nil && (n == 0 || n >= subscriptions.MaxCover) {
+		r.err = fmt.Errorf("%w: cover of %d more cells", ErrCorrupt, n)
+	}
+	if r.err != nil {
+		return nil
+	}
+	cs := make([]subscriptions.Cell, 1, n+1)
+	cs[0] = first
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		cs = append(cs, r.cell())
+	}
+	return &subscriptions.Cover{Cells: cs}
+}
 
 func (r *reader) point() *subscriptions.Point {
-	if tag := r.byte(); r.err == nil && tag != tagPoint {
-		r.err = fmt.Errorf("%w: unknown trailing field %d", ErrCorrupt, tag)
-	}
 	if r.err == nil && len(r.p) < 24 {
 		r.err = fmt.Errorf("%w: truncated point", ErrCorrupt)
 	}
@@ -308,5 +350,12 @@ func (r *Rec) Subscription() (subscriptions.Subscription, error) {
 	s.SelfJoin = rd.byte()&1 != 0
 	s.Filter.Keyword = rd.string()
 	s.Filter.Attrs = rd.stringMap()
+	for rd.err == nil && len(rd.p) > 0 {
+		if tag := rd.byte(); tag == tagCover {
+			s.Cover = rd.cover(s.Cell)
+		} else {
+			rd.err = fmt.Errorf("%w: unknown trailing field %d", ErrCorrupt, tag)
+		}
+	}
 	return s, rd.err
 }

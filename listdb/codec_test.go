@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"testing"
 
 	"github.com/seed84792017/cellcast/dewey"
@@ -18,29 +19,65 @@ func TestRecordsRoundTrip(t *testing.T) {
 	p := subscriptions.Publication{Uid: "u1", Cell: cell, Tp: 100, Tmax: 200, Desc: "fire", Attrs: map[string]string{"a": "1", "b": "2"}}
 	s := subscriptions.Subscription{Uid: "u2", Cell: subscriptions.Cell{NS: subscriptions.NSTopic, ID: dewey.ID{3, 1}}, Ts: 150, Tmin: 90, Tmax: 300,
 		SelfJoin: true, Filter: subscriptions.Filter{Keyword: "fire", Attrs: map[string]string{"k": "v"}}}
-	merged, err := Merger.Merge(nil, [][]byte{EncodeSubscription(&s), EncodePublication(&p)}, false)
+	c2 := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{1, 4, 3}}
+	c3 := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{2, 200, 1}}
+	pc := subscriptions.Publication{Uid: "u3", Cell: cell, Cover: &subscriptions.Cover{Cells: []subscriptions.Cell{cell, c2, c3}}, Tp: 90, Tmax: 200,
+		At: &subscriptions.Point{Lat: 41, Lng: -74, RadiusM: 300}}
+	sc := subscriptions.Subscription{Uid: "u4", Cell: cell, Cover: &subscriptions.Cover{Cells: []subscriptions.Cell{cell, c3}}, Ts: 80, Tmin: 70, Tmax: 300}
+	merged, err := Merger.Merge(nil, [][]byte{EncodeSubscription(&s), EncodePublication(&p), EncodePublication(&pc), EncodeSubscription(&sc)}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h, _ := readHeader(merged)
-	if h.count != 2 || h.newest != 150 || h.maxTmax != 300 {
+	if h.count != 4 || h.newest != 150 || h.maxTmax != 300 {
 		t.Fatalf("header %+v", h)
 	}
-	var got []string
+	var got []any
 	err = forEach(merged, func(r *Rec) bool {
 		switch r.Kind {
 		case KindPublication:
 			q, err := r.Publication()
-			got = append(got, fmt.Sprintf("%v %v", q, err))
+			got = append(got, q, err)
 		case KindSubscription:
 			q, err := r.Subscription()
-			got = append(got, fmt.Sprintf("%v %v", q, err))
+			got = append(got, q, err)
 		}
 		return true
 	})
-	want := []string{fmt.Sprintf("%v <nil>", s), fmt.Sprintf("%v <nil>", p)}
-	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("got %v\nwant %v (%v)", got, want, err)
+	want := []any{s, nil, p, nil, pc, nil, sc, nil}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v\nwant %+v (%v)", got, want, err)
+	}
+}
+
+// Records written before covers (and points) existed end after attrs;
+// they must still decode, as one-cell records. The bytes are spelt out
+// here as the old encoder wrote them.
+func TestOldRecordsDecode(t *testing.T) {
+	payload := func(fields ...[]byte) []byte { return bytes.Join(fields, nil) }
+	enc := cell.ID.Encode()
+	cellField := append([]byte{byte(cell.NS), byte(len(enc))}, enc...)
+	str := func(s string) []byte { return append([]byte{byte(len(s))}, s...) }
+	oldPub := fragment(KindPublication, 100, 200, 0, payload(cellField, str("u1"), str("fire"), []byte{0}))
+	oldSub := fragment(KindSubscription, 150, 300, 90, payload(cellField, str("u2"), []byte{1}, str("kw"), []byte{0}))
+	var got []string
+	for _, f := range [][]byte{oldPub, oldSub} {
+		err := forEach(f, func(r *Rec) bool {
+			if r.Kind == KindPublication {
+				p, err := r.Publication()
+				got = append(got, fmt.Sprintf("%s %s %s %v %v %v", p.Uid, p.Cell, p.Desc, p.Cover == nil, p.At == nil, err))
+			} else {
+				s, err := r.Subscription()
+				got = append(got, fmt.Sprintf("%s %s %s %v %v %v", s.Uid, s.Cell, s.Filter.Keyword, s.Cover == nil, s.SelfJoin, err))
+			}
+			return true
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := "[u1 1.4.2 fire true true <nil> u2 1.4.2 kw true true <nil>]"; fmt.Sprint(got) != want {
+		t.Fatalf("got %v, want %s", got, want)
 	}
 }
 
@@ -101,6 +138,11 @@ func FuzzFragment(f *testing.F) {
 	p := subscriptions.Publication{Uid: "u1", Cell: cell, Tp: 100, Tmax: 200, Desc: "fire", Attrs: map[string]string{"a": "1"}}
 	s := subscriptions.Subscription{Uid: "u2", Cell: cell, Ts: 150, Tmin: 90, Tmax: 300, Filter: subscriptions.Filter{Keyword: "x"}}
 	v, _ := Merger.Merge(nil, [][]byte{EncodeSubscription(&s), EncodePublication(&p), EncodeCancel(160, 150, 300)}, false)
+	f.Add(v)
+	two := &subscriptions.Cover{Cells: []subscriptions.Cell{cell, {NS: subscriptions.NSCell, ID: dewey.ID{1, 5}}}}
+	p.Cover, s.Cover = two, two
+	p.At = &subscriptions.Point{Lat: 1, Lng: 2, RadiusM: 3}
+	v, _ = Merger.Merge(nil, [][]byte{EncodeSubscription(&s), EncodePublication(&p)}, false)
 	f.Add(v)
 	filter := &ExpiryFilter{Now: func() int64 { return 120 }}
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -6,6 +6,9 @@
 // architectures share. dualdb and twodb only decide where lists live (the
 // Backend): both lists of a cell side by side in one DB, or one DB each.
 //
+// A record on a cover of several cells is written under each of them and
+// reports a match only through the canonical pair of cells (cover.go).
+//
 // Reads follow the thesis's Algorithm 1: a key's fragments are visited
 // newest component first and the visit stops once a fragment is older than
 // anything the query can still match.

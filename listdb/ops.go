@@ -9,14 +9,14 @@ import (
 // Subscribe implements subscriptions.Store.
 func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequest) (*subscriptions.SubscribeResult, error) {
 	var s subscriptions.Subscription
-	now, stored, commit, err := st.stampAndStore(ctx, Subs, func(now int64) (subscriptions.Cell, int64, []byte, string, error) {
+	now, stored, commit, err := st.stampAndStore(ctx, Subs, func(now int64) (subscriptions.Cell, *subscriptions.Cover, int64, []byte, string, error) {
 		var err error
 		s, err = st.limits.NewSubscription(req, now)
 		owner := ""
 		if s.SelfJoin {
 			owner = s.Uid // a self-join goes to its user's list too (selfjoin.go)
 		}
-		return s.Cell, s.Tmax, EncodeSubscription(&s), owner, err
+		return s.Cell, s.Cover, s.Tmax, EncodeSubscription(&s), owner, err
 	})
 	if err != nil {
 		return nil, err
@@ -26,7 +26,7 @@ func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequ
 	sc := st.newScanState()
 	var prior []*subscriptions.Subscription
 	pubBound := max(s.Tmin, st.oldest(Pubs, now))
-	err = st.scan(s.Cell, Lists{Pubs: true, Subs: s.SelfJoin}, now, pubBound, st.oldest(Subs, now), func(l List, r *Rec) error {
+	visit := func(l List, key []byte, r *Rec) error {
 		if sc.skip(r, now) {
 			return nil
 		}
@@ -48,14 +48,16 @@ func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequ
 				return err
 			}
 			sc.mark(r.T)
-			if subscriptions.Match(&p, &s, now) {
+			if subscriptions.Match(&p, &s, now) && ((p.Cover == nil && s.Cover == nil) || st.reports(false, s.Cells(), sc.via, p.Cells(), key)) {
 				res.Past = append(res.Past, p)
 			}
 		}
 		return nil
-	})
-	if err != nil {
-		return nil, err
+	}
+	for _, sc.via = range s.Cells() {
+		if err := st.scan(sc.via, Lists{Pubs: true, Subs: s.SelfJoin}, now, pubBound, st.oldest(Subs, now), visit); err != nil {
+			return nil, err
+		}
 	}
 	if s.SelfJoin {
 		// The user's earlier subscriptions in cells that do not overlap
@@ -83,10 +85,10 @@ func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequ
 // Publish implements subscriptions.Store.
 func (st *Store) Publish(ctx context.Context, req *subscriptions.PublishRequest) (*subscriptions.PublishResult, error) {
 	var p subscriptions.Publication
-	now, stored, commit, err := st.stampAndStore(ctx, Pubs, func(now int64) (subscriptions.Cell, int64, []byte, string, error) {
+	now, stored, commit, err := st.stampAndStore(ctx, Pubs, func(now int64) (subscriptions.Cell, *subscriptions.Cover, int64, []byte, string, error) {
 		var err error
 		p, err = st.limits.NewPublication(req, now)
-		return p.Cell, p.Tmax, EncodePublication(&p), "", err
+		return p.Cell, p.Cover, p.Tmax, EncodePublication(&p), "", err
 	})
 	if err != nil {
 		return nil, err
@@ -94,7 +96,7 @@ func (st *Store) Publish(ctx context.Context, req *subscriptions.PublishRequest)
 	defer st.cfg.inflight.end(now)
 	res := &subscriptions.PublishResult{Pub: p, Stored: stored}
 	sc := st.newScanState()
-	err = st.scan(p.Cell, Lists{Subs: true, Pubs: req.SelfJoin}, now, st.oldest(Pubs, now), st.oldest(Subs, now), func(l List, r *Rec) error {
+	visit := func(l List, key []byte, r *Rec) error {
 		if sc.skip(r, now) {
 			return nil
 		}
@@ -107,7 +109,7 @@ func (st *Store) Publish(ctx context.Context, req *subscriptions.PublishRequest)
 				return err
 			}
 			sc.mark(r.T)
-			if subscriptions.Match(&p, &s, now) {
+			if subscriptions.Match(&p, &s, now) && ((p.Cover == nil && s.Cover == nil) || st.reports(true, p.Cells(), sc.via, s.Cells(), key)) {
 				res.Matches = append(res.Matches, s)
 			}
 		case l == Pubs && r.Kind == KindPublication:
@@ -116,14 +118,16 @@ func (st *Store) Publish(ctx context.Context, req *subscriptions.PublishRequest)
 				return err
 			}
 			sc.mark(r.T)
-			if q.Cell.Overlaps(p.Cell) {
+			if (p.Cover == nil && q.Cover == nil && q.Cell.Overlaps(p.Cell)) || ((p.Cover != nil || q.Cover != nil) && st.reports(true, p.Cells(), sc.via, q.Cells(), key)) {
 				res.Recent = append(res.Recent, q)
 			}
 		}
 		return nil
-	})
-	if err != nil {
-		return nil, err
+	}
+	for _, sc.via = range p.Cells() {
+		if err := st.scan(sc.via, Lists{Subs: true, Pubs: req.SelfJoin}, now, st.oldest(Pubs, now), st.oldest(Subs, now), visit); err != nil {
+			return nil, err
+		}
 	}
 	subscriptions.SortPublications(res.Recent)
 	if err := st.settle(commit); err != nil {

@@ -15,8 +15,8 @@ func (st *Store) oldest(list List, now int64) int64 { return now - st.span[list]
 // per list, the oldest record time that can still matter: a fragment whose
 // newest record is older ends its key's descent (thesis Algorithm 1).
 // Tables and blocks with nothing that new, or nothing live at now, are
-// skipped unread.
-func (st *Store) scan(c subscriptions.Cell, lists Lists, now, pubBound, subBound int64, fn func(List, *Rec) error) error {
+// skipped unread. fn gets the list key each record was found under.
+func (st *Store) scan(c subscriptions.Cell, lists Lists, now, pubBound, subBound int64, fn func(l List, key []byte, r *Rec) error) error {
 	bound := func(l List) int64 {
 		if l == Pubs {
 			return pubBound
@@ -45,7 +45,7 @@ func (st *Store) scan(c subscriptions.Cell, lists Lists, now, pubBound, subBound
 				old = true
 				return false
 			}
-			if err := fn(l, r); err != nil {
+			if err := fn(l, f.Key, r); err != nil {
 				ferr = err
 				return false
 			}
@@ -96,11 +96,13 @@ func (st *Store) scan(c subscriptions.Cell, lists Lists, now, pubBound, subBound
 }
 
 // scanState is what one operation's scan remembers: cancels seen so far
-// (each cancel is newer than its subscription, so it comes first) and,
-// under fixed granularity, records already taken from another leaf. Both
-// maps stay nil until needed; reading a nil map is fine.
+// (each cancel is newer than its subscription, so it comes first), under
+// fixed granularity records already taken from another leaf, and which of
+// the operation's cells is being scanned (a cover has several). Both maps
+// stay nil until needed; reading a nil map is fine.
 type scanState struct {
 	seen, cancelled map[int64]bool
+	via             subscriptions.Cell
 }
 
 func (st *Store) newScanState() *scanState {

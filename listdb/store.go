@@ -121,6 +121,10 @@ func cellKey(c subscriptions.Cell) []byte {
 	return c.ID.AppendEncoded([]byte{byte(c.NS)})
 }
 
+func cellKeyTo(dst []byte, c subscriptions.Cell) []byte {
+	return c.ID.AppendEncoded(append(dst, byte(c.NS)))
+}
+
 // cellsFor returns the keys an operation at c writes to: c itself, or its
 // leaves under fixed granularity.
 func (st *Store) cellsFor(c subscriptions.Cell) ([][]byte, error) {
@@ -188,31 +192,43 @@ func (st *Store) settle(c Commit) error {
 }
 
 // stampAndStore takes the operation's stamp, builds its record and, if it
-// outlives now, appends it to list (and to the list of the user build
-// names, if any), all under st.mu so records reach the
+// outlives now, appends it to list at its cell or at each cell of its
+// cover (and to the list of the user build names, if any), all under
+// st.mu so records reach the
 // engine in stamp order. The caller settles the commit, outside st.mu,
 // before it answers; for a record not stored it is st.last. Unless it fails, the operation is in flight until the
 // caller calls st.cfg.inflight.end(now). It tells ctx's subscriptions.
 // Stamped hook as it lets go of st.mu. A context cancelled once the
 // operation began no longer stops it: what is stored must be answered for
 // (and dispatched), whoever still listens.
-func (st *Store) stampAndStore(ctx context.Context, list List, build func(now int64) (subscriptions.Cell, int64, []byte, string, error)) (now int64, stored bool, c Commit, err error) {
+func (st *Store) stampAndStore(ctx context.Context, list List, build func(now int64) (subscriptions.Cell, *subscriptions.Cover, int64, []byte, string, error)) (now int64, stored bool, c Commit, err error) {
 	if err := ctx.Err(); err != nil {
 		return 0, false, Commit{}, err
 	}
 	st.mu.Lock()
 	now = st.clock.Now()
 	st.cfg.inflight.begin(now)
-	cell, tmax, frag, uid, err := build(now)
+	cell, cover, tmax, frag, uid, err := build(now)
 	var keys [][]byte
-	if err == nil {
+	switch {
+	case err != nil:
+	case cover == nil:
 		keys, err = st.cellsFor(cell)
+	default:
+		keys, err = st.keysFor(cover.Cells)
 	}
 	if err == nil && uid != "" {
 		keys = append(keys, userKey(uid)) // for the user's later self-joins (selfjoin.go)
 	}
 	if err == nil && tmax > now {
 		err = st.raiseMarks(list, cell, tmax-now)
+	}
+	if cover != nil {
+		for _, c := range cover.Cells {
+			if err == nil && tmax > now {
+				err = st.raiseMarks(list, c, tmax-now)
+			}
+		}
 	}
 	if err == nil && tmax > now {
 		c, err = st.write(list, keys, frag, now)

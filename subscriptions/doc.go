@@ -7,7 +7,9 @@
 // Time is int64 nanoseconds of the broker clock. Every operation gets its
 // own stamp, strictly increasing, so a stamp also names the operation: a
 // subscription's id is its Ts and namespaced cell, a publication's its Tp
-// and cell.
+// and cell. A record may lie on a cover of several cells (cover.go): its id
+// names the first, and Canonical decides through which pair of cells a
+// match of two records is reported.
 //
 // This package stores nothing and imports no storage engine.
 package subscriptions

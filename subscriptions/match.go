@@ -1,15 +1,22 @@
 package subscriptions
 
-// Match is the matching rule of DESIGN.md at time now: the cells overlap,
-// the publication falls in the subscription's window, neither has expired
-// and the filter accepts. A record is live (not expired) while Tmax ≥ now,
-// so a subscription without a future window is a historic query and a
-// publication without an expiry reaches the live subscriptions of its
-// instant; neither is stored (storing needs Tmax > now). Cancellation is
-// the caller's to check.
+// Match is the matching rule of DESIGN.md at time now: the cells overlap
+// (some cell of each, for covers), the publication falls in the
+// subscription's window, neither has expired and the filter accepts. A
+// record is live (not expired) while Tmax ≥ now, so a subscription without
+// a future window is a historic query and a publication without an expiry
+// reaches the live subscriptions of its instant; neither is stored
+// (storing needs Tmax > now). Cancellation is the caller's to check.
 func Match(p *Publication, s *Subscription, now int64) bool {
-	return p.Cell.Overlaps(s.Cell) &&
-		s.Tmin <= p.Tp && p.Tp <= s.Tmax &&
+	if p.Cover == nil && s.Cover == nil {
+		// Two one-cell records, the common case: one call, as before covers.
+		if !p.Cell.Overlaps(s.Cell) {
+			return false
+		}
+	} else if !cellsOverlap(p.Cells(), s.Cells()) {
+		return false
+	}
+	return s.Tmin <= p.Tp && p.Tp <= s.Tmax &&
 		p.Tmax >= now && s.Tmax >= now &&
 		s.Filter.Accepts(p)
 }

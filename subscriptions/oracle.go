@@ -80,7 +80,7 @@ func (o *Oracle) Subscribe(_ context.Context, req *SubscribeRequest) (*Subscribe
 // subscription the oracle holds.
 func (o *Oracle) seenBy(p *Publication, s *Subscription) bool {
 	for _, x := range o.subs {
-		if x.Uid == s.Uid && x.Ts < s.Ts && x.Tmax >= s.Ts && !o.cancel[x.Sid()] && (x.SelfJoin || x.Cell.Overlaps(s.Cell)) && Met(p, x) {
+		if x.Uid == s.Uid && x.Ts < s.Ts && x.Tmax >= s.Ts && !o.cancel[x.Sid()] && (x.SelfJoin || overlapsAny(x.Cell, x.Cover, s.Cell, s.Cover)) && Met(p, x) {
 			return true
 		}
 	}
@@ -105,7 +105,7 @@ func (o *Oracle) Publish(_ context.Context, req *PublishRequest) (*PublishResult
 	}
 	if req.SelfJoin {
 		for _, q := range o.pubs {
-			if q.Tmax >= now && q.Cell.Overlaps(p.Cell) {
+			if q.Tmax >= now && overlapsAny(q.Cell, q.Cover, p.Cell, p.Cover) {
 				res.Recent = append(res.Recent, *q)
 			}
 		}

@@ -77,8 +77,11 @@ func (f Filter) Accepts(p *Publication) bool {
 
 // Subscription is a continuous query over [Tmin, Tmax] on a cell.
 type Subscription struct {
-	Uid      string
-	Cell     Cell
+	Uid  string
+	Cell Cell // its cell, or its cover's first: the one its id names
+	// Cover, when it has more than one cell, lists all of them (cover.go);
+	// nil otherwise.
+	Cover    *Cover
 	Ts       int64 // when it was made; names it
 	Tmin     int64
 	Tmax     int64
@@ -92,9 +95,10 @@ func (s *Subscription) Sid() string { return FormatID(s.Ts, s.Cell) }
 // Publication is an incident at a cell, valid until Tmax.
 type Publication struct {
 	Uid   string
-	Cell  Cell
-	Tp    int64 // when it was published; names it
-	Tmax  int64 // expiry
+	Cell  Cell   // its cell, or its cover's first: the one its id names
+	Cover *Cover // all its cells, when more than one; else nil
+	Tp    int64  // when it was published; names it
+	Tmax  int64  // expiry
 	Desc  string
 	Attrs map[string]string
 	// At is where it happened when it was published at a point or a

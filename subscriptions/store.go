@@ -15,8 +15,11 @@ import (
 // SubscribeRequest asks for a subscription on Cell over [now−Past,
 // now+Future].
 type SubscribeRequest struct {
-	Uid          string
-	Cell         Cell
+	Uid  string
+	Cell Cell
+	// Cover, when not empty, replaces Cell: the subscription lies on
+	// these cells (at most MaxCover; order and repeats do not matter).
+	Cover        []Cell
 	Past, Future time.Duration
 	SelfJoin     bool
 	Filter       Filter
@@ -26,6 +29,7 @@ type SubscribeRequest struct {
 type PublishRequest struct {
 	Uid      string
 	Cell     Cell
+	Cover    []Cell // when not empty, replaces Cell, as for SubscribeRequest
 	Expires  time.Duration
 	Desc     string
 	Attrs    map[string]string
@@ -184,7 +188,8 @@ func (l Limits) NewSubscription(req *SubscribeRequest, now int64) (Subscription,
 	case req.Future < 0 || req.Future > l.MaxFuture:
 		return Subscription{}, fmt.Errorf("%w: future %v not in 0…%v", ErrWindow, req.Future, l.MaxFuture)
 	}
-	if err := l.checkCell(req.Cell); err != nil {
+	cell, cover, err := l.checkCover(req.Cell, req.Cover)
+	if err != nil {
 		return Subscription{}, err
 	}
 	if err := l.checkText("uid", req.Uid, l.MaxUid); err != nil {
@@ -200,7 +205,7 @@ func (l Limits) NewSubscription(req *SubscribeRequest, now int64) (Subscription,
 		return Subscription{}, err
 	}
 	return Subscription{
-		Uid: req.Uid, Cell: req.Cell, Ts: now, Tmin: now - int64(req.Past), Tmax: now + int64(req.Future),
+		Uid: req.Uid, Cell: cell, Cover: cover, Ts: now, Tmin: now - int64(req.Past), Tmax: now + int64(req.Future),
 		SelfJoin: req.SelfJoin, Filter: req.Filter,
 	}, nil
 }
@@ -210,7 +215,8 @@ func (l Limits) NewPublication(req *PublishRequest, now int64) (Publication, err
 	if req.Expires < 0 || req.Expires > l.MaxExpiry {
 		return Publication{}, fmt.Errorf("%w: expiry %v not in 0…%v", ErrWindow, req.Expires, l.MaxExpiry)
 	}
-	if err := l.checkCell(req.Cell); err != nil {
+	cell, cover, err := l.checkCover(req.Cell, req.Cover)
+	if err != nil {
 		return Publication{}, err
 	}
 	if req.Uid == "" {
@@ -230,7 +236,7 @@ func (l Limits) NewPublication(req *PublishRequest, now int64) (Publication, err
 			return Publication{}, err
 		}
 	}
-	return Publication{Uid: req.Uid, Cell: req.Cell, Tp: now, Tmax: now + int64(req.Expires), Desc: req.Desc, Attrs: req.Attrs, At: req.At}, nil
+	return Publication{Uid: req.Uid, Cell: cell, Cover: cover, Tp: now, Tmax: now + int64(req.Expires), Desc: req.Desc, Attrs: req.Attrs, At: req.At}, nil
 }
 
 // SortPublications orders newest first.

@@ -160,6 +160,14 @@ func TestSubPubQueryGolden(t *testing.T) {
 	s.run("sub", "--topic", "sports", "--past", "1m", "--future", "0")
 	s.run("sub", "--cell", "1.2", "--future", "1s", "--json")
 	s.run("sub", "--future", "1s")
+	// A circle where the first quadrants meet, on the four cells of its
+	// cover: a publication over all four reaches it once.
+	stopCover := s.background("sub", "--lat", "42.755", "--lng", "-75.81", "--radius", "300", "--cover", "4", "--future", "1m", "--uid", "carol")
+	s.run("pub", "--cell", "1", "--desc", "statewide")
+	s.run("pub", "--lat", "42.755", "--lng", "-75.81", "--radius", "100", "--cover", "4", "--desc", "at the corner", "--json")
+	stopCover(2)
+	s.run("pub", "--cell", "1.2", "--cover", "2", "--desc", "bad")
+	s.run("pub", "--lat", "42.755", "--lng", "-75.81", "--radius", "100", "--cover", "17", "--desc", "bad")
 	s.run("pub", "--cell", "1.x", "--desc", "bad")
 	s.run("query", "--attr", "nope", "--eq", "x")
 	s.run("pub", "--lat", "40.7")

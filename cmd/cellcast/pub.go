@@ -62,14 +62,15 @@ func pub(ctx context.Context, args []string, e env, stdout, stderr io.Writer) in
 	pr := &printer{w: stdout, json: c.json}
 	if c.json {
 		pr.object(struct {
-			Pid       string `json:"pid"`
-			Cell      string `json:"cell"`
-			Tp        string `json:"tp"`
-			ExpiresAt string `json:"expires_at"`
-			Matched   int    `json:"matched"`
-		}{p.Pid, p.Cell, stamp(p.Tp), stamp(p.ExpiresAt), p.Matched})
+			Pid       string   `json:"pid"`
+			Cell      string   `json:"cell"`
+			Cover     []string `json:"cover,omitempty"`
+			Tp        string   `json:"tp"`
+			ExpiresAt string   `json:"expires_at"`
+			Matched   int      `json:"matched"`
+		}{p.Pid, p.Cell, p.Cover, stamp(p.Tp), stamp(p.ExpiresAt), p.Matched})
 	} else {
-		fmt.Fprintf(stdout, "published %s at %s, matched %d live subscriptions, expires %s\n", p.Pid, p.Cell, p.Matched, p.ExpiresAt.Local().Format("15:04:05"))
+		fmt.Fprintf(stdout, "published %s at %s, matched %d live subscriptions, expires %s\n", p.Pid, cells(p.Cell, p.Cover), p.Matched, p.ExpiresAt.Local().Format("15:04:05"))
 	}
 	for i := range p.Recent {
 		pr.publication("recent", "", 0, &p.Recent[i])

@@ -49,14 +49,15 @@ func sub(ctx context.Context, args []string, e env, stdout, stderr io.Writer) in
 	pr := &printer{w: stdout, json: c.json}
 	if c.json {
 		pr.object(struct {
-			Op        string `json:"op"`
-			Sid       string `json:"sid"`
-			Cell      string `json:"cell"`
-			ExpiresAt string `json:"expires_at"`
-			Past      int    `json:"past"`
-		}{"subscribed", s.Sid, s.Cell, stamp(s.ExpiresAt), len(s.Past)})
+			Op        string   `json:"op"`
+			Sid       string   `json:"sid"`
+			Cell      string   `json:"cell"`
+			Cover     []string `json:"cover,omitempty"`
+			ExpiresAt string   `json:"expires_at"`
+			Past      int      `json:"past"`
+		}{"subscribed", s.Sid, s.Cell, s.Cover, stamp(s.ExpiresAt), len(s.Past)})
 	} else {
-		fmt.Fprintf(stderr, "subscribed %s at %s until %s, %d past\n", s.Sid, s.Cell, s.ExpiresAt.Local().Format("15:04:05"), len(s.Past))
+		fmt.Fprintf(stderr, "subscribed %s at %s until %s, %d past\n", s.Sid, cells(s.Cell, s.Cover), s.ExpiresAt.Local().Format("15:04:05"), len(s.Past))
 	}
 	// Past results come newest first; print them oldest first, so that
 	// the live ones follow on in time.

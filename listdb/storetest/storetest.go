@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"math/rand"
 	"slices"
 	"strings"
@@ -45,6 +46,7 @@ type run struct {
 	oracle *subscriptions.Oracle
 	sc, oc *subscriptions.FakeClock
 	tree   *dewey.QuadTree
+	covers *dewey.QuadTree // as deep as the cells drawn, for circle covers
 	sids   []string
 	users  []string
 	fixed  bool
@@ -162,12 +164,50 @@ func sids(ss []subscriptions.Subscription) string {
 }
 
 func sameErr(a, b error) bool {
-	for _, e := range []error{subscriptions.ErrUnknownSid, subscriptions.ErrBadID, subscriptions.ErrWindow, subscriptions.ErrCell, subscriptions.ErrField} {
+	for _, e := range []error{subscriptions.ErrUnknownSid, subscriptions.ErrBadID, subscriptions.ErrWindow, subscriptions.ErrCell, subscriptions.ErrField, subscriptions.ErrCover} {
 		if errors.Is(a, e) != errors.Is(b, e) {
 			return false
 		}
 	}
 	return (a == nil) == (b == nil)
+}
+
+// cover draws, one time in five, a circle's cover of up to MaxCover cells
+// (now and then one too many, which both must refuse); otherwise nil.
+func (r *run) cover() []subscriptions.Cell {
+	if r.rng.Intn(5) > 0 {
+		return nil
+	}
+	k := 1 + r.rng.Intn(1+r.rng.Intn(subscriptions.MaxCover))
+	if r.rng.Intn(40) == 0 {
+		k = subscriptions.MaxCover + 1
+	}
+	return circleCover(r.t, r.rng, r.covers, k)
+}
+
+// circleCover draws a circle in the area cells are drawn from, of radius
+// 10 m to tens of km, and returns a cover of k cells, padded with further
+// cells when the circle needs fewer.
+func circleCover(t testing.TB, rng *rand.Rand, tree *dewey.QuadTree, k int) []subscriptions.Cell {
+	lat, lng := 42.0+rng.Float64()*0.6, -75.0+rng.Float64()*0.6
+	radius := 10 * math.Exp(rng.Float64()*8)
+	ids, err := tree.CircleCover(lat, lng, radius, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for len(ids) < k {
+		id, err := tree.Cell(42.0+rng.Float64()*0.6, -75.0+rng.Float64()*0.6, 1+rng.Intn(tree.MaxDepth()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	cells := make([]subscriptions.Cell, len(ids))
+	for i, id := range ids {
+		cells[i] = subscriptions.Cell{NS: subscriptions.NSCell, ID: id}
+	}
+	rng.Shuffle(len(cells), func(i, j int) { cells[i], cells[j] = cells[j], cells[i] })
+	return cells
 }
 
 func (r *run) step(i int) {
@@ -176,6 +216,7 @@ func (r *run) step(i int) {
 	switch p := r.rng.Intn(100); {
 	case p < 40:
 		req := subscribeRequest(r.rng, uid, r.cell())
+		req.Cover = r.cover()
 		if r.rng.Intn(50) == 0 {
 			req.Future = 2 * time.Minute // over the limit
 		}
@@ -195,6 +236,7 @@ func (r *run) step(i int) {
 		}
 	case p < 80:
 		req := publishRequest(r.rng, uid, r.cell())
+		req.Cover = r.cover()
 		got, gerr := r.store.Publish(ctx, req)
 		want, werr := r.oracle.Publish(ctx, req)
 		if !sameErr(gerr, werr) {
@@ -276,6 +318,13 @@ func newRun(t *testing.T, open Opener, seed int64, fixed bool) *run {
 		r.cfg.Granularity, r.cfg.Tree, r.cfg.LeafDepth = listdb.Fixed, tree, 5
 	}
 	r.oracle = subscriptions.NewOracle(r.oc, limits)
+	depth := 6
+	if fixed {
+		depth = r.cfg.LeafDepth
+	}
+	if r.covers, err = dewey.NewQuadTree(dewey.NewYorkState, depth); err != nil {
+		t.Fatal(err)
+	}
 	for i := 0; i < 12; i++ {
 		r.users = append(r.users, fmt.Sprintf("user%d", i))
 	}
@@ -369,6 +418,8 @@ func BadInput(t *testing.T, open Opener) {
 		{subscriptions.SubscribeRequest{Uid: "", Cell: cell}, subscriptions.ErrField},
 		{subscriptions.SubscribeRequest{Uid: long, Cell: cell}, subscriptions.ErrField},
 		{subscriptions.SubscribeRequest{Uid: "u\xff", Cell: cell}, subscriptions.ErrField},
+		{subscriptions.SubscribeRequest{Uid: "u", Cover: make([]subscriptions.Cell, subscriptions.MaxCover+1)}, subscriptions.ErrCover},
+		{subscriptions.SubscribeRequest{Uid: "u", Cover: []subscriptions.Cell{cell, {NS: subscriptions.NSCell, ID: dewey.ID{1, 0}}}}, subscriptions.ErrCell},
 	}
 	for i, c := range subs {
 		c.req.Future += time.Second // would be stored if accepted
@@ -385,6 +436,7 @@ func BadInput(t *testing.T, open Opener) {
 		{subscriptions.PublishRequest{Uid: "u", Cell: subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{0}}, Expires: time.Second}, subscriptions.ErrCell},
 		{subscriptions.PublishRequest{Uid: "u", Cell: cell, Expires: time.Second, Desc: long}, subscriptions.ErrField},
 		{subscriptions.PublishRequest{Uid: "u", Cell: cell, Expires: time.Second, Attrs: map[string]string{"": "v"}}, subscriptions.ErrField},
+		{subscriptions.PublishRequest{Uid: "u", Cover: make([]subscriptions.Cell, subscriptions.MaxCover+1), Expires: time.Second}, subscriptions.ErrCover},
 	}
 	for i, c := range pubs {
 		if _, err := r.store.Publish(ctx, &c.req); !errors.Is(err, c.want) {
