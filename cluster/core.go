@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/seed84792017/cellcast/delivery"
@@ -20,10 +21,16 @@ func (n *Node) Limits() subscriptions.Limits { return n.limits }
 // Subscribe stores the subscription in its home shard and routes its
 // notifications to sink.
 func (n *Node) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequest, sink delivery.Sink, answer func(*subscriptions.SubscribeResult, string)) error {
-	if req.Cell.NS != subscriptions.NSCell {
+	cells := cellsOf(req.Cell, req.Cover)
+	if cells[0].NS != subscriptions.NSCell {
 		return ErrTopics
 	}
-	shard := n.cfg.Shards.Home(req.Cell)
+	shard := n.cfg.Shards.Home(cells[0])
+	for _, c := range cells[1:] {
+		if n.cfg.Shards.Home(c) != shard {
+			return fmt.Errorf("%w: in a cluster a subscription's cover must lie in one shard (these cells span %s and %s); use a smaller radius or cover", subscriptions.ErrBadRequest, shard, n.cfg.Shards.Home(c))
+		}
+	}
 	h := n.h
 	_, err := h.call(ctx, shard, &request{Op: opSubscribe, Holder: n.cfg.ID, Sub: req}, func(r *reply) {
 		if r.Err != nil || r.SubR == nil {
@@ -44,10 +51,18 @@ func (n *Node) Subscribe(ctx context.Context, req *subscriptions.SubscribeReques
 // to store is reported as failed: the publisher retries, and
 // subscribers of the shards that did store it may see it twice.
 func (n *Node) Publish(ctx context.Context, req *subscriptions.PublishRequest, answer func(*subscriptions.PublishResult)) error {
-	if req.Cell.NS != subscriptions.NSCell {
+	cells := cellsOf(req.Cell, req.Cover)
+	if cells[0].NS != subscriptions.NSCell {
 		return ErrTopics
 	}
-	targets := n.cfg.Shards.Targets(req.Cell)
+	targets := n.cfg.Shards.Targets(cells[0])
+	for _, c := range cells[1:] {
+		for _, s := range n.cfg.Shards.Targets(c) {
+			if !slices.Contains(targets, s) {
+				targets = append(targets, s)
+			}
+		}
+	}
 	replies := make([]*reply, len(targets))
 	errs := make([]error, len(targets))
 	var wg sync.WaitGroup
@@ -83,6 +98,17 @@ func (n *Node) Unsubscribe(ctx context.Context, sid, owner string) error {
 	}
 	_, err = n.h.call(ctx, shard, &request{Op: opUnsubscribe, Holder: n.cfg.ID, Sid: sid, Owner: owner}, nil)
 	return err
+}
+
+// cellsOf lists a request's cells: its cover, sorted as the store sorts
+// it (the first names the record), or its one cell.
+func cellsOf(cell subscriptions.Cell, cover []subscriptions.Cell) []subscriptions.Cell {
+	if len(cover) == 0 {
+		return []subscriptions.Cell{cell}
+	}
+	cs := slices.Clone(cover)
+	slices.SortFunc(cs, subscriptions.Cell.Compare)
+	return cs
 }
 
 func (n *Node) shardOf(sid string) (string, error) {

@@ -29,11 +29,12 @@ func (st *Store) Restore(ctx context.Context, frag []byte) error {
 		return ErrClockFixed
 	}
 	var (
-		rec  Rec
-		n    int
-		cell subscriptions.Cell
-		uid  string
-		list = Pubs
+		rec   Rec
+		n     int
+		cell  subscriptions.Cell
+		cover *subscriptions.Cover
+		uid   string
+		list  = Pubs
 	)
 	err := forEach(frag, func(r *Rec) bool {
 		rec, n = *r, n+1
@@ -51,13 +52,13 @@ func (st *Store) Restore(ctx context.Context, frag []byte) error {
 		if err != nil {
 			return err
 		}
-		cell = p.Cell
+		cell, cover = p.Cell, p.Cover
 	case KindSubscription:
 		s, err := rec.Subscription()
 		if err != nil {
 			return err
 		}
-		cell, list = s.Cell, Subs
+		cell, cover, list = s.Cell, s.Cover, Subs
 		if s.SelfJoin {
 			uid = s.Uid
 		}
@@ -73,12 +74,21 @@ func (st *Store) Restore(ctx context.Context, frag []byte) error {
 	}
 	st.cfg.inflight.begin(now)
 	defer st.cfg.inflight.end(now)
-	keys, err := st.cellsFor(cell)
+	cells := []subscriptions.Cell{cell}
+	var keys [][]byte
+	if cover == nil {
+		keys, err = st.cellsFor(cell)
+	} else {
+		cells = cover.Cells
+		keys, err = st.keysFor(cover.Cells)
+	}
 	if err == nil && uid != "" {
 		keys = append(keys, userKey(uid))
 	}
-	if err == nil {
-		err = st.raiseMarks(list, cell, rec.Tmax-rec.T)
+	for _, c := range cells {
+		if err == nil {
+			err = st.raiseMarks(list, c, rec.Tmax-rec.T)
+		}
 	}
 	var c Commit
 	if err == nil {
