@@ -385,18 +385,35 @@ func (n *Node) restart(s string) {
 		return
 	}
 	value := n.leaseValue()
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.LeaseTTL)
-	r, err := n.leases.Update(ctx, s, []byte(value), rev)
-	cancel()
-	n.mu.Lock()
-	if err == nil && n.revs[s] == rev {
-		n.revs[s], n.values[s], n.renewed[s] = r, value, time.Now()
-	}
-	n.mu.Unlock()
-	if err != nil {
-		n.log.Warn("cluster: a shard to rebuild lost its lease", "shard", s, "err", err)
-		n.lose(s)
-		return
+	for {
+		n.mu.Lock()
+		rev, old := n.revs[s], n.values[s]
+		n.mu.Unlock()
+		if rev == 0 || n.closing() {
+			return // lost meanwhile
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.LeaseTTL)
+		r, err := n.leases.Update(ctx, s, []byte(value), rev)
+		if err == nil {
+			cancel()
+			n.mu.Lock()
+			if n.revs[s] == rev {
+				n.revs[s], n.values[s], n.renewed[s] = r, value, time.Now()
+			}
+			n.mu.Unlock()
+			break
+		}
+		mine := n.stillMine(ctx, s, rev, old)
+		cancel()
+		n.mu.Lock()
+		renewed := n.revs[s] != rev // the lease loop renewed it meanwhile
+		n.mu.Unlock()
+		if !mine && !renewed {
+			n.log.Warn("cluster: a shard to rebuild lost its lease", "shard", s, "err", err)
+			n.lose(s)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	n.take(s)
 }

@@ -172,15 +172,13 @@ func (l *shardLog) append(ctx context.Context, batch []byte) (uint64, error) {
 			return ack.Sequence, nil
 		}
 		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) {
-			if apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
-				return 0, errFenced
-			}
-			break
+		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+			return 0, errFenced
 		}
 		if ctx.Err() != nil {
 			break
 		}
+		time.Sleep(200 * time.Millisecond) // "no responders" comes back at once
 	}
 	return 0, fmt.Errorf("cluster: appending to %s: %w", l.stream, err)
 }
