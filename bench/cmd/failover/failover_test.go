@@ -8,8 +8,8 @@ import (
 
 var kill9 = flag.Bool("kill9", false, "run three broker processes and kill -9 them (about a minute)")
 
-// TestKill9 runs the failover measurement and the check under load with
-// real broker processes: go test ./bench/cmd/failover -kill9 -v
+// TestKill9 kills one of three real broker processes under load and checks
+// completeness: go test ./bench/cmd/failover -kill9 -v
 func TestKill9(t *testing.T) {
 	if !*kill9 {
 		t.Skip("needs -kill9: builds the broker and runs three processes")
@@ -19,7 +19,7 @@ func TestKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.Chdir(wd)
-	if err := run("", 3, false, 200, 1000); err != nil {
+	if err := run("", 0, false, 200, 1000); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -75,6 +75,7 @@ func underLoad(c *procs.Cluster, victim, nsubs, npubs int, log *slog.Logger) err
 	}
 	var wg sync.WaitGroup
 	var killed time.Time
+	start := time.Now()
 	var killErr error
 	for w := range 6 {
 		wg.Add(1)
@@ -82,7 +83,7 @@ func underLoad(c *procs.Cluster, victim, nsubs, npubs int, log *slog.Logger) err
 			defer wg.Done()
 			cl := clients[w%len(clients)]
 			for i := w; i < npubs; i += 6 {
-				if i == npubs/3 && w == 0 {
+				if w == 0 && i >= npubs/3 && killed.IsZero() {
 					killed, killErr = time.Now(), c.Kill(victim)
 				}
 				desc := fmt.Sprintf("p%d", i)
@@ -131,8 +132,11 @@ func underLoad(c *procs.Cluster, victim, nsubs, npubs int, log *slog.Logger) err
 			s.mu.Unlock()
 		}
 		if bad == "" {
-			fmt.Printf("under load: killed %s at %v into the run; %d publications acknowledged, %d refused while shards moved; all %d notifications owed arrived exactly once\n",
-				c.Nodes[victim].ID, killed.Round(0).Format("15:04:05.000"), len(acked), len(refused), owed)
+			if killed.IsZero() {
+				return fmt.Errorf("the node was never killed")
+			}
+			fmt.Printf("under load: killed %s %v into the run; %d publications acknowledged, %d refused while shards moved; all %d notifications owed arrived exactly once\n",
+				c.Nodes[victim].ID, killed.Sub(start).Round(time.Millisecond), len(acked), len(refused), owed)
 			return nil
 		}
 		if time.Now().After(deadline) {
