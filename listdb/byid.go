@@ -137,7 +137,7 @@ func (st *Store) Replay(ctx context.Context, sid string, after int64) (*subscrip
 	}
 	subscriptions.SortPublications(res.Pubs)
 	slices.Reverse(res.Pubs)
-	if err := st.settle(last); err != nil { // what it replays must be durable
+	if err := st.settleFor(last, false); err != nil { // what it replays must be durable
 		return nil, err
 	}
 	return res, ctx.Err()

@@ -76,7 +76,7 @@ func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequ
 	subscriptions.SortPublications(res.Past)
 	// The scan ran while other operations' fsyncs went on; now this
 	// write must be durable before it is answered.
-	if err := st.settle(commit); err != nil {
+	if err := st.settleFor(commit, stored); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -130,7 +130,7 @@ func (st *Store) Publish(ctx context.Context, req *subscriptions.PublishRequest)
 		}
 	}
 	subscriptions.SortPublications(res.Recent)
-	if err := st.settle(commit); err != nil {
+	if err := st.settleFor(commit, stored); err != nil {
 		return nil, err
 	}
 	return res, nil

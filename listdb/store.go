@@ -191,6 +191,19 @@ func (st *Store) settle(c Commit) error {
 	return nil
 }
 
+// settleFor settles c for an operation that stored a record (stored) or
+// only read (!stored). A reader goes on serving once the engine refuses
+// writes: every acknowledged write is durable by then, and only the writes
+// that met the failure — whose writers were told the outcome is unknown —
+// may show in what it read.
+func (st *Store) settleFor(c Commit, stored bool) error {
+	err := st.settle(c)
+	if err != nil && !stored && st.b.Err() != nil {
+		return nil
+	}
+	return err
+}
+
 // stampAndStore takes the operation's stamp, builds its record and, if it
 // outlives now, appends it to list at its cell or at each cell of its
 // cover (and to the list of the user build names, if any), all under
