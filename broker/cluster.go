@@ -118,6 +118,9 @@ func (b *Broker) startNode(loc *gateway.Locator) (*cluster.Node, error) {
 // same NATS servers can tell it would not be alone.
 const pingSubject = "cellcast.brokers.ping"
 
+// pongPrefix starts the subject a starting broker hears answers on.
+const pongPrefix = pingSubject + ".pong."
+
 type pong struct {
 	Node    string `json:"node"`
 	Cluster bool   `json:"cluster"`
@@ -126,7 +129,14 @@ type pong struct {
 // answerPings answers brokers that start on the same NATS servers.
 func (b *Broker) answerPings() (*nats.Subscription, error) {
 	me, _ := json.Marshal(pong{Node: b.cfg.Cluster.Node, Cluster: b.cfg.clustered()})
-	return b.nc.Subscribe(pingSubject, func(m *nats.Msg) { m.Respond(me) })
+	return b.nc.Subscribe(pingSubject, func(m *nats.Msg) {
+		// Only to a broker's pong subject: a reply subject is the
+		// requester's to choose, and a pong on a user's notification
+		// subject would be a forged message.
+		if strings.HasPrefix(m.Reply, pongPrefix) {
+			m.Respond(me)
+		}
+	})
 }
 
 // ErrNotAlone: another broker serves the request subjects on the same
@@ -136,7 +146,9 @@ var ErrNotAlone = errors.New("another Cellcast broker already serves the NATS re
 // checkAlone refuses to start a single broker beside another broker, or
 // a cluster node beside a single broker.
 func (b *Broker) checkAlone() error {
-	inbox := nats.NewInbox()
+	// The answers come under cellcast., not _INBOX.: a broker's NATS user
+	// needs no more permissions than docs/security.md lists.
+	inbox := pongPrefix + strings.TrimPrefix(nats.NewInbox(), nats.InboxPrefix)
 	sub, err := b.nc.SubscribeSync(inbox)
 	if err != nil {
 		return err

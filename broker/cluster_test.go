@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	cc "github.com/seed84792017/cellcast/client"
 )
 
@@ -244,5 +246,28 @@ func TestSecondBrokerOnTheSameNATSRefusesToStart(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "cluster") {
 		t.Fatalf("the refusal does not say what to do: %v", err)
+	}
+}
+
+// TestPingAnswersOnlyBrokers: a broker answers a ping only on a pong
+// subject, never on a subject a requester names (a user's notifications).
+func TestPingAnswersOnlyBrokers(t *testing.T) {
+	url := "nats://" + externalNATS(t, "")
+	waitNATS(t, url)
+	start(t, Config{NATSURL: url})
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	forged, _ := nc.SubscribeSync("cellcast.notify.bob")
+	pong, _ := nc.SubscribeSync(pongPrefix + "x")
+	nc.PublishRequest(pingSubject, "cellcast.notify.bob", nil)
+	nc.PublishRequest(pingSubject, pongPrefix+"x", nil)
+	if _, err := pong.NextMsg(5 * time.Second); err != nil {
+		t.Fatalf("no pong: %v", err)
+	}
+	if m, err := forged.NextMsg(200 * time.Millisecond); err == nil {
+		t.Fatalf("a pong on a user's notification subject: %s", m.Data)
 	}
 }
