@@ -15,7 +15,8 @@ const maxSpelled = 1000
 // first spool holds the past results, the others the notifications.
 func (r *run) report(elapsed time.Duration, spools []*spool) (*Report, error) {
 	rep := &Report{Ops: len(r.cfg.Ops), Seconds: elapsed.Seconds(), Errors: r.errs, ErrorExamples: r.examples,
-		BrokerCuts: r.cuts, Drops: r.drops.Load(), Resumes: r.resumes.Load(), LateResumes: r.lateResumes.Load(), Reply: r.replyLat.percentiles()}
+		BrokerCuts: r.cuts, Drops: r.drops.Load(), Resumes: r.resumes.Load(), LateResumes: r.lateResumes.Load(), Reply: r.replyLat.percentiles(),
+		LongestGaps: r.gaps.longest(3)}
 	rep.OpsPerSec = float64(rep.Ops) / rep.Seconds
 	rep.PastResults = int(spools[0].count())
 	for _, s := range spools[1:] {
@@ -23,21 +24,33 @@ func (r *run) report(elapsed time.Duration, spools []*spool) (*Report, error) {
 	}
 	rep.NotesPerSec = float64(rep.Notifications) / rep.Seconds
 
-	// The acknowledged operations, as the oracle takes them.
+	// The acknowledged operations, as the oracle takes them. Records name
+	// operations by index: subAt maps a subscription's to its index in
+	// subs (-1: not acknowledged), subOp the other way.
 	var subs []owed.Sub
 	var pubs []owed.Pub
-	bySid := map[int64]int{} // subscription stamp → index in subs
-	due := map[int64]int64{} // publication stamp → scheduled time
+	subAt := make([]int32, len(r.subs))
+	var subOp []int32
 	for i := range r.subs {
+		subAt[i] = -1
 		if s := &r.subs[i]; s.ok {
-			bySid[s.ts] = len(subs)
+			subAt[i] = int32(len(subs))
+			subOp = append(subOp, int32(i))
 			subs = append(subs, owed.Sub{Uid: s.op.Uid, Cell: s.op.Cell.String(), Ts: s.ts,
 				Tmin: s.ts - int64(s.op.Past), Tmax: s.ts + int64(s.op.Future), SelfJoin: s.op.SelfJoin})
 		}
 		if p := &r.pubs[i]; p.ok {
-			due[p.tp] = p.due
 			pubs = append(pubs, owed.Pub{Cell: p.op.Cell.String(), Tp: p.tp, Tmax: p.tp + int64(p.op.Expires)})
 		}
+	}
+	// resolve finds a record's subscription (in subs) and publication
+	// (its stamp); ok is false for a record the oracle has no pair for.
+	resolve := func(x rec) (sub int, p *pubRec, ok bool) {
+		if x.sub < 0 || x.sub >= int64(len(subAt)) || x.pub < 0 || x.pub >= int64(len(r.pubs)) {
+			return -1, nil, false
+		}
+		sub, p = int(subAt[x.sub]), &r.pubs[x.pub]
+		return sub, p, sub >= 0 && p.ok
 	}
 	rep.Subscribes, rep.Publishes = len(subs), len(pubs)
 	want := owed.NewTally(len(subs))
@@ -55,16 +68,19 @@ func (r *run) report(elapsed time.Duration, spools []*spool) (*Report, error) {
 		}
 	}
 	if err := eachRec(spools, func(k owed.Kind, x rec) {
-		if d, ok := due[x.tp]; ok && k == owed.Live {
-			lat.record(x.at - d)
-		}
-		i, ok := bySid[x.ts]
-		if !ok {
+		i, p, ok := resolve(x)
+		switch {
+		case !ok && i >= 0 && p.unknown:
+			c.FromUnanswered++
+		case !ok:
 			c.Unexpected++
-			example(fmt.Sprintf("%s unexpected: subscription %s, publication %s", k, r.describeSub(x.ts), r.describePub(x.tp)))
-			return
+			example(fmt.Sprintf("%s unexpected: subscription of operation %d, publication of operation %d", k, x.sub, x.pub))
+		default:
+			if k == owed.Live {
+				lat.record(x.at - p.due)
+			}
+			got.Add(k, i, p.tp)
 		}
-		got.Add(k, i, x.tp)
 	}); err != nil {
 		return nil, err
 	}
@@ -89,8 +105,8 @@ func (r *run) report(elapsed time.Duration, spools []*spool) (*Report, error) {
 		owed.Walk(subs, pubs, owedPairs.Only(bad))
 		only := gotPairs.Only(bad)
 		if err := eachRec(spools, func(k owed.Kind, x rec) {
-			if i, ok := bySid[x.ts]; ok {
-				only(k, i, x.tp)
+			if i, p, ok := resolve(x); ok {
+				only(k, i, p.tp)
 			}
 		}); err != nil {
 			return nil, err
@@ -108,7 +124,7 @@ func (r *run) report(elapsed time.Duration, spools []*spool) (*Report, error) {
 				c.Duplicates++
 				what = fmt.Sprintf("%d times", p.Got)
 			}
-			example(fmt.Sprintf("%s %s: subscription %s, publication %s", p.Kind, what, r.describeSub(subs[p.Sub].Ts), r.describePub(p.Tp)))
+			example(fmt.Sprintf("%s %s: subscription %s, publication %s", p.Kind, what, r.describeSub(int(subOp[p.Sub])), r.describePub(p.Tp)))
 		}
 	}
 	if r.cfg.MetricsURL != "" {

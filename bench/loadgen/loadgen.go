@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"io"
 	"math/rand"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,7 +23,10 @@ import (
 
 // Config shapes a run.
 type Config struct {
-	WSURL      string // the broker's WebSocket endpoint, ws://host:port/ws
+	// WSURLs are the brokers' WebSocket endpoints, ws://host:port/ws: one
+	// broker, or the nodes of a cluster. Connection i dials the i-th (mod
+	// their number) and falls back on the others when it is lost.
+	WSURLs     []string
 	NATSURL    string // publish over NATS here; empty: over WebSocket
 	MetricsURL string // the broker's /metrics, scraped for RSS and lsm stats; empty: none
 	Ops        []workload.Op
@@ -46,10 +50,14 @@ type Config struct {
 	// SpoolDir holds the files of what arrived, removed at the end
 	// (default: os.TempDir()).
 	SpoolDir string
+	// ShardDepth groups cells by their first ShardDepth components (a
+	// cluster's shards) for the report's longest gaps without a successful
+	// reply; 0: one group.
+	ShardDepth int
 }
 
 func (c *Config) withDefaults() error {
-	if c.WSURL == "" {
+	if len(c.WSURLs) == 0 || slices.Contains(c.WSURLs, "") {
 		return errors.New("loadgen: no WebSocket URL")
 	}
 	if c.Slowdown == 0 {
@@ -70,7 +78,7 @@ func (c *Config) withDefaults() error {
 	if c.Settle == 0 {
 		c.Settle = time.Second
 	}
-	if c.Slowdown < 0 || c.Conns < 0 || c.PubConns < 0 || c.Window < 0 || c.DropEvery < 0 {
+	if c.Slowdown < 0 || c.Conns < 0 || c.PubConns < 0 || c.Window < 0 || c.DropEvery < 0 || c.ShardDepth < 0 {
 		return errors.New("loadgen: negative slowdown, connection count, window or drop interval")
 	}
 	return nil
@@ -113,6 +121,10 @@ type pubRec struct {
 	tp  int64
 	due int64
 	ok  bool
+	// unknown: the request failed with no known outcome (the connection
+	// or the shard was lost, or the store failed): it may have been
+	// stored, and its notifications are not unexpected.
+	unknown bool
 }
 
 type run struct {
@@ -131,6 +143,8 @@ type run struct {
 	replyLat              *histo
 	pubDone               *sync.WaitGroup // publishers done with their tasks
 	past                  *spool          // past results, at = 0
+	nonce                 string          // names this run in each publication's description
+	gaps                  gaps
 }
 
 // Run runs cfg's operations against the broker and reports.
@@ -138,7 +152,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.withDefaults(); err != nil {
 		return nil, err
 	}
-	r := &run{cfg: cfg, errs: map[string]int{}, cuts: map[string]int{}, replyLat: newHisto()}
+	r := &run{cfg: cfg, errs: map[string]int{}, cuts: map[string]int{}, replyLat: newHisto(),
+		nonce: strconv.FormatInt(time.Now().UnixNano(), 36)}
 	r.subs = make([]subRec, len(cfg.Ops))
 	r.pubs = make([]pubRec, len(cfg.Ops))
 	var err error
@@ -149,7 +164,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	conns := make([]*wsConn, cfg.Conns)
 	defer closeAll(conns)
 	for i := range conns {
-		c, err := dialWS(r, cfg.WSURL)
+		c, err := dialWS(r, i)
 		if err != nil {
 			return nil, err
 		}
@@ -168,6 +183,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	stopProgress := r.progress()
 	r.start = time.Now()
+	r.gaps.start(r.start, cfg.ShardDepth)
 	dropTick := func() <-chan time.Time { return nil }
 	if cfg.DropEvery > 0 {
 		t := time.NewTicker(cfg.DropEvery)
@@ -271,10 +287,11 @@ func (r *run) subscribed(t task, sub *client.Subscription, err error) {
 		r.fail("subscribe: "+code, msg)
 		return
 	}
+	r.gaps.ok(t.op.Cell, time.Now())
 	s := &r.subs[t.index]
 	s.op, s.sid, s.ts, s.tmax, s.ok = t.op, sub.Sid, sub.Ts.UnixNano(), sub.ExpiresAt.UnixNano(), true
 	for _, p := range sub.Past {
-		r.past.add(rec{ts: s.ts, tp: p.Tp.UnixNano()})
+		r.past.add(rec{sub: int64(t.index), pub: r.pubOf(p.Desc)})
 	}
 	sub.Past = nil // the client keeps the subscription, for resumes, to the end of the run
 }
@@ -286,6 +303,7 @@ func (r *run) published(t task, p *client.Published, err error) {
 		r.answered.Add(1)
 		r.replyLat.record(time.Now().UnixNano() - t.due)
 		r.fail("publish: "+code, msg)
+		r.pubs[t.index].unknown = unknownOutcome(code)
 		return
 	}
 	r.publishedAt(t, p.Tp.UnixNano())
@@ -293,13 +311,42 @@ func (r *run) published(t task, p *client.Published, err error) {
 
 func (r *run) publishedAt(t task, tp int64) {
 	r.answered.Add(1)
-	r.replyLat.record(time.Now().UnixNano() - t.due)
+	now := time.Now()
+	r.replyLat.record(now.UnixNano() - t.due)
+	r.gaps.ok(t.op.Cell, now)
 	r.pubs[t.index] = pubRec{op: t.op, tp: tp, due: t.due, ok: true}
 }
 
+// unknownOutcome reports whether a request that failed with this code
+// may all the same have been stored.
+func unknownOutcome(code string) bool {
+	return code == "transport" || code == "unavailable" || code == "internal"
+}
+
+// desc is the description a publication goes out with: the workload's,
+// then the run's nonce and the operation's index, which its notifications
+// bring back (pubOf).
+func (r *run) desc(t task) string {
+	return t.op.Desc + " #" + r.nonce + "." + strconv.Itoa(t.index)
+}
+
+// pubOf is the index of the publication that desc names, or -1.
+func (r *run) pubOf(desc string) int64 {
+	i := strings.LastIndex(desc, " #"+r.nonce+".")
+	if i < 0 {
+		return -1
+	}
+	n, err := strconv.Atoi(desc[i+len(r.nonce)+3:])
+	if err != nil || n < 0 || n >= len(r.pubs) {
+		return -1
+	}
+	return int64(n)
+}
+
 // natsRequest renders a publish as the broker's JSON request.
-func natsRequest(op *workload.Op) []byte {
-	m := map[string]any{"uid": op.Uid, "cell": op.Cell.String(), "expires": op.Expires.String(), "desc": op.Desc}
+func (r *run) natsRequest(t task) []byte {
+	op := t.op
+	m := map[string]any{"uid": op.Uid, "cell": op.Cell.String(), "expires": op.Expires.String(), "desc": r.desc(t)}
 	if op.SelfJoin {
 		m["self_join"] = true
 	}
@@ -315,7 +362,7 @@ func (r *run) publishers() (chan task, func(), error) {
 	if r.cfg.NATSURL == "" {
 		conns := make([]*wsConn, r.cfg.PubConns)
 		for i := range conns {
-			c, err := dialWS(r, r.cfg.WSURL)
+			c, err := dialWS(r, i)
 			if err != nil {
 				closeAll(conns)
 				return nil, nil, err
@@ -347,7 +394,7 @@ func (r *run) publishers() (chan task, func(), error) {
 				for t := range ch {
 					t.sent()
 					r.sent.Add(1)
-					m, err := nc.Request("cellcast.publish", natsRequest(t.op), 10*time.Second)
+					m, err := nc.Request("cellcast.publish", r.natsRequest(t), 10*time.Second)
 					rep := &natsReply{}
 					if err == nil {
 						err = json.Unmarshal(m.Data, rep)

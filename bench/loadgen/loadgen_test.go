@@ -67,7 +67,7 @@ func check(t *testing.T, rep *Report) {
 // while subscriber connections are cut and resumed: nothing may be lost.
 func TestOpenLoopWithDroppedConnections(t *testing.T) {
 	b := startBroker(t)
-	rep, err := Run(context.Background(), Config{WSURL: "ws://" + b.HTTPAddr() + "/ws", NATSURL: b.NATSURL(),
+	rep, err := Run(context.Background(), Config{WSURLs: []string{"ws://" + b.HTTPAddr() + "/ws"}, NATSURL: b.NATSURL(),
 		MetricsURL: "http://" + b.HTTPAddr() + "/metrics", Ops: smallWorkload(t, 1, 6000), Conns: 4, DropEvery: 200 * time.Millisecond, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +84,7 @@ func TestOpenLoopWithDroppedConnections(t *testing.T) {
 // TestClosedLoopOverWebSocket runs flat out with publishers on WebSocket.
 func TestClosedLoopOverWebSocket(t *testing.T) {
 	b := startBroker(t)
-	rep, err := Run(context.Background(), Config{WSURL: "ws://" + b.HTTPAddr() + "/ws", Ops: smallWorkload(t, 2, 4000), Closed: true, Conns: 3, PubConns: 2, Window: 16})
+	rep, err := Run(context.Background(), Config{WSURLs: []string{"ws://" + b.HTTPAddr() + "/ws"}, Ops: smallWorkload(t, 2, 4000), Closed: true, Conns: 3, PubConns: 2, Window: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,21 +94,26 @@ func TestClosedLoopOverWebSocket(t *testing.T) {
 // TestCompletenessCatchesLoss feeds the report a hand-made run: one
 // subscription, three publications in its cell and one elsewhere; one
 // notification is missing, one arrives twice, one that was never due
-// arrives, and the past result is missing. Then the complete run.
+// arrives, and the past result is missing. Then the complete run, and
+// notifications of publications that failed: allowed when the outcome is
+// unknown, unexpected when the publication was refused.
 func TestCompletenessCatchesLoss(t *testing.T) {
 	cellID := dewey.MustParse("1.2")
 	sub := &workload.Op{Kind: workload.Subscribe, Uid: "u", Cell: cellID, Past: time.Second, Future: time.Minute}
 	pub := &workload.Op{Kind: workload.Publish, Uid: "p", Cell: cellID, Expires: time.Minute}
 	elsewhere := &workload.Op{Kind: workload.Publish, Uid: "p", Cell: dewey.MustParse("1.3"), Expires: time.Minute}
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
-	r := &run{cfg: Config{Ops: make([]workload.Op, 5), SpoolDir: t.TempDir()}, errs: map[string]int{}, cuts: map[string]int{}, replyLat: newHisto()}
-	r.subs = make([]subRec, 5)
-	r.pubs = make([]pubRec, 5)
+	const n = 7
+	r := &run{cfg: Config{Ops: make([]workload.Op, n), SpoolDir: t.TempDir()}, errs: map[string]int{}, cuts: map[string]int{}, replyLat: newHisto()}
+	r.subs = make([]subRec, n)
+	r.pubs = make([]pubRec, n)
 	r.pubs[0] = pubRec{op: pub, tp: base, ok: true} // before the subscription: a past result
 	r.subs[1] = subRec{op: sub, sid: "s", ts: base + 10, ok: true}
 	r.pubs[2] = pubRec{op: pub, tp: base + 20, ok: true}
 	r.pubs[3] = pubRec{op: pub, tp: base + 30, ok: true}
 	r.pubs[4] = pubRec{op: elsewhere, tp: base + 40, ok: true}
+	r.pubs[5] = pubRec{op: pub, unknown: true} // its shard was lost: stored or not
+	r.pubs[6] = pubRec{op: pub}                // refused: never stored
 	report := func(past []int64, notes ...int64) Completeness {
 		t.Helper()
 		spools := make([]*spool, 2)
@@ -120,11 +125,11 @@ func TestCompletenessCatchesLoss(t *testing.T) {
 			t.Cleanup(func() { s.remove() })
 			spools[i] = s
 		}
-		for _, tp := range past {
-			spools[0].add(rec{ts: base + 10, tp: tp})
+		for _, p := range past {
+			spools[0].add(rec{sub: 1, pub: p})
 		}
-		for _, tp := range notes {
-			spools[1].add(rec{ts: base + 10, tp: tp, at: tp + 5})
+		for _, p := range notes {
+			spools[1].add(rec{sub: 1, pub: p, at: base + 50})
 		}
 		rep, err := r.report(time.Second, spools)
 		if err != nil {
@@ -132,16 +137,44 @@ func TestCompletenessCatchesLoss(t *testing.T) {
 		}
 		return rep.Completeness
 	}
-	c := report(nil, base+20, base+20, base+40)
-	// Missing: the past result and the live base+30.
+	c := report(nil, 2, 2, 4)
+	// Missing: the past result and the live 3.
 	if c.ExpectedLive != 2 || c.ExpectedPast != 1 || c.Mismatched != 1 || c.Missing != 2 || c.Duplicates != 1 || c.Unexpected != 1 || len(c.Examples) != 4 || c.OK() {
 		t.Fatalf("%+v", c)
 	}
 	// One missing and one twice: the count is right, the pairs are not.
-	if c := report([]int64{base}, base+20, base+20); c.Mismatched != 1 || c.Missing != 1 || c.Duplicates != 1 || c.Unexpected != 0 || c.OK() {
+	if c := report([]int64{0}, 2, 2); c.Mismatched != 1 || c.Missing != 1 || c.Duplicates != 1 || c.Unexpected != 0 || c.OK() {
 		t.Fatalf("%+v", c)
 	}
-	if c := report([]int64{base}, base+30, base+20); !c.OK() || c.Missing+c.Duplicates+c.Unexpected+c.Mismatched != 0 {
+	if c := report([]int64{0}, 3, 2); !c.OK() || c.Missing+c.Duplicates+c.Unexpected+c.Mismatched != 0 {
 		t.Fatalf("the complete run: %+v", c)
+	}
+	if c := report([]int64{0, 5}, 3, 5, 2); !c.OK() || c.FromUnanswered != 2 {
+		t.Fatalf("with an unanswered publication's past result and notification: %+v", c)
+	}
+	if c := report([]int64{0}, 3, 2, 6); c.OK() || c.Unexpected != 1 {
+		t.Fatalf("a refused publication's notification passed: %+v", c)
+	}
+	if c := report([]int64{0}, 3, 2, -1); c.OK() || c.Unexpected != 1 {
+		t.Fatalf("a publication of no operation passed: %+v", c)
+	}
+}
+
+// TestGaps: the longest stretch without a successful reply, per group of
+// cells, counted from the start.
+func TestGaps(t *testing.T) {
+	var g gaps
+	t0 := time.Now()
+	g.start(t0, 2)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	a, b := dewey.MustParse("1.2.3"), dewey.MustParse("1.3")
+	g.ok(a, at(10))
+	g.ok(b, at(20))
+	g.ok(dewey.MustParse("1.2.4.4"), at(2510)) // the same group as a: 2.5 s
+	g.ok(b, at(100))
+	g.ok(dewey.MustParse("1"), at(40)) // a group of its own
+	got := g.longest(2)
+	if len(got) != 2 || got[0] != (Gap{Cells: "1.2", Ms: 2500, EndS: 2.51}) || got[1] != (Gap{Cells: "1.3", Ms: 80, EndS: 0.1}) {
+		t.Fatalf("%+v", got)
 	}
 }

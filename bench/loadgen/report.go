@@ -35,7 +35,11 @@ type Report struct {
 	Latency      Percentiles  `json:"latency_ms"`
 	Reply        Percentiles  `json:"reply_ms"`
 	Completeness Completeness `json:"completeness"`
-	Broker       *Metrics     `json:"broker,omitempty"`
+	// LongestGaps are the longest stretches without a successful reply,
+	// one per group of cells (Config.ShardDepth): after a cluster node is
+	// killed, the failover time of its shards as their clients saw it.
+	LongestGaps []Gap    `json:"longest_gaps,omitempty"`
+	Broker      *Metrics `json:"broker,omitempty"`
 }
 
 // Percentiles of a latency distribution, in milliseconds.
@@ -49,14 +53,19 @@ type Percentiles struct {
 // spelled out; Mismatched counts every subscription that did not get
 // exactly what it was owed, spelled out or not.
 type Completeness struct {
-	ExpectedLive int      `json:"expected_live"`
-	ExpectedPast int      `json:"expected_past"`
-	Mismatched   int      `json:"mismatched_subscriptions"`
-	NotSpelled   int      `json:"mismatched_not_spelled_out,omitempty"` // past the first maxSpelled
-	Missing      int      `json:"missing"`
-	Duplicates   int      `json:"duplicates"`
-	Unexpected   int      `json:"unexpected"`
-	Examples     []string `json:"examples,omitempty"` // the first few problems, spelled out
+	ExpectedLive int `json:"expected_live"`
+	ExpectedPast int `json:"expected_past"`
+	Mismatched   int `json:"mismatched_subscriptions"`
+	NotSpelled   int `json:"mismatched_not_spelled_out,omitempty"` // past the first maxSpelled
+	Missing      int `json:"missing"`
+	Duplicates   int `json:"duplicates"`
+	Unexpected   int `json:"unexpected"`
+	// FromUnanswered counts notifications and past results of
+	// publications whose request failed with no known outcome (the
+	// connection or the shard was lost, or the store failed): they may
+	// have been stored, so these are neither owed nor unexpected.
+	FromUnanswered int      `json:"from_unanswered_publications,omitempty"`
+	Examples       []string `json:"examples,omitempty"` // the first few problems, spelled out
 }
 
 // OK reports whether everything expected arrived once and nothing else.
@@ -85,13 +94,9 @@ func (h *histo) percentiles() Percentiles {
 	return Percentiles{P50: ms(50), P90: ms(90), P99: ms(99), P999: ms(99.9), Max: float64(h.h.Max()) / 1000, N: h.h.TotalCount()}
 }
 
-func (r *run) describeSub(ts int64) string {
-	for i := range r.subs {
-		if s := &r.subs[i]; s.ok && s.ts == ts {
-			return fmt.Sprintf("%s (uid %s, cell %s, past %v, future %v)", s.sid, s.op.Uid, s.op.Cell, s.op.Past, s.op.Future)
-		}
-	}
-	return strconv.FormatInt(ts, 36) + " (not answered)"
+func (r *run) describeSub(op int) string {
+	s := &r.subs[op]
+	return fmt.Sprintf("%s (uid %s, cell %s, past %v, future %v)", s.sid, s.op.Uid, s.op.Cell, s.op.Past, s.op.Future)
 }
 
 func (r *run) describePub(tp int64) string {

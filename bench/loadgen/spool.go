@@ -11,7 +11,7 @@ import (
 )
 
 // spool keeps what a connection received — notifications and past results
-// as (subscription stamp, publication stamp, arrival) — in a temporary
+// as (subscription's operation, publication's operation, arrival) — in a temporary
 // file rather than in memory: a 100k-subscription run receives over 100 M
 // notifications. Each field is a zigzag varint delta from the record
 // before (about 10 bytes a record: a connection's notifications of one
@@ -26,7 +26,11 @@ type spool struct {
 	err  error
 }
 
-type rec struct{ ts, tp, at int64 }
+// rec names the operations by their index in the run (the publication's
+// from its description, -1 when it names none of this run's): a cluster
+// stamps a request in each shard it reaches, so stamps do not name
+// operations there.
+type rec struct{ sub, pub, at int64 }
 
 func newSpool(dir string) (*spool, error) {
 	f, err := os.CreateTemp(dir, "loadgen-spool-*")
@@ -38,8 +42,8 @@ func newSpool(dir string) (*spool, error) {
 
 func (s *spool) add(r rec) {
 	s.mu.Lock()
-	b := binary.AppendVarint(s.buf[:0], r.ts-s.last.ts)
-	b = binary.AppendVarint(b, r.tp-s.last.tp)
+	b := binary.AppendVarint(s.buf[:0], r.sub-s.last.sub)
+	b = binary.AppendVarint(b, r.pub-s.last.pub)
 	b = binary.AppendVarint(b, r.at-s.last.at)
 	if _, err := s.w.Write(b); err != nil && s.err == nil {
 		s.err = err
@@ -82,7 +86,7 @@ func (s *spool) each(f func(rec)) error {
 			}
 			d[i] = v
 		}
-		r = rec{r.ts + d[0], r.tp + d[1], r.at + d[2]}
+		r = rec{r.sub + d[0], r.pub + d[1], r.at + d[2]}
 		f(r)
 	}
 	return nil

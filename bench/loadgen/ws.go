@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,7 +31,12 @@ type wsConn struct {
 	got     *spool // the notifications, filed by the inline handler on the client's reader
 }
 
-func dialWS(r *run, url string) (*wsConn, error) {
+// dialWS dials the i-th of the brokers (mod their number), with the
+// others as its fallbacks.
+func dialWS(r *run, i int) (*wsConn, error) {
+	urls := r.cfg.WSURLs
+	i %= len(urls)
+	url, fallback := urls[i], append(slices.Clone(urls[i+1:]), urls[:i]...)
 	c := &wsConn{r: r, tasks: make(chan task, 1<<14), window: make(chan struct{}, r.cfg.Window)}
 	var err error
 	if c.got, err = newSpool(r.cfg.SpoolDir); err != nil {
@@ -41,6 +47,7 @@ func dialWS(r *run, url string) (*wsConn, error) {
 	c.c, err = client.Dial(ctx, url, client.Options{
 		MinBackoff: 10 * time.Millisecond, MaxBackoff: time.Second,
 		OnDisconnect: c.disconnected,
+		Fallback:     fallback,
 		Log:          slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
@@ -89,12 +96,13 @@ func (c *wsConn) do(t task) {
 		op := t.op
 		if op.Kind == workload.Subscribe {
 			sub, err := c.c.Subscribe(ctx, client.SubscribeRequest{UID: op.Uid, Location: client.Cell(op.Cell.String()),
-				Past: op.Past, Future: op.Future, SelfJoin: op.SelfJoin, Handler: c.note, Inline: true})
+				Past: op.Past, Future: op.Future, SelfJoin: op.SelfJoin, Inline: true,
+				Handler: func(n client.Notification) { c.note(t.index, n) }})
 			c.r.subscribed(t, sub, err)
 			return
 		}
 		p, err := c.c.Publish(ctx, client.PublishRequest{UID: op.Uid, Location: client.Cell(op.Cell.String()),
-			Expires: op.Expires, Desc: op.Desc, SelfJoin: op.SelfJoin})
+			Expires: op.Expires, Desc: c.r.desc(t), SelfJoin: op.SelfJoin})
 		c.r.published(t, p, err)
 	}()
 }
@@ -116,10 +124,10 @@ func (c *wsConn) disconnected(err error) {
 	c.r.brokerCut(why)
 }
 
-// note files a notification; the client calls it on its reader, one at a
-// time.
-func (c *wsConn) note(n client.Notification) {
-	c.got.add(rec{ts: stamp(n.Sid), tp: n.Publication.Tp.UnixNano(), at: time.Now().UnixNano()})
+// note files a notification for the subscription of operation sub; the
+// client calls it on its reader, one at a time.
+func (c *wsConn) note(sub int, n client.Notification) {
+	c.got.add(rec{sub: int64(sub), pub: c.r.pubOf(n.Publication.Desc), at: time.Now().UnixNano()})
 	c.r.notes.Add(1)
 }
 

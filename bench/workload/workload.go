@@ -58,6 +58,7 @@ type Config struct {
 	GridSize     int           // cells per side of the grid (default 500)
 	Depth        int           // quad tree depth (default 5)
 	Level        int           // Quad only: every operation at this level (0: drawn)
+	MinLevel     int           // Quad only: levels are drawn from this one down (0: from 1); a cluster's shard depth keeps every cell in one shard
 	Radius       float64       // Circle: R in metres (default 2,000)
 	RadiusTimes  float64       // Circle: every radius is this times R (0: drawn from 4, 2, 1, ½, ¼)
 	SelfJoin     float64       // share of operations that are self-joins
@@ -106,7 +107,7 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	switch {
-	case c.Ops < 0, c.Users < 0, c.GridSize < 0, c.Depth < 0, c.Level < 0:
+	case c.Ops < 0, c.Users < 0, c.GridSize < 0, c.Depth < 0, c.Level < 0, c.MinLevel < 0:
 		return c, fmt.Errorf("%w: negative count", ErrConfig)
 	case c.SubsPerPub < 0, c.Radius < 0, c.RadiusTimes < 0, c.Rate < 0, c.Step < 0, c.Past < 0, c.Future < 0, c.Expires < 0:
 		return c, fmt.Errorf("%w: negative ratio, radius, rate, step or window", ErrConfig)
@@ -118,6 +119,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: depth %d above %d", ErrConfig, c.Depth, dewey.MaxGeoDepth)
 	case c.Level > c.Depth:
 		return c, fmt.Errorf("%w: level %d below the tree's depth %d", ErrConfig, c.Level, c.Depth)
+	case c.MinLevel > 0 && (c.Space != Quad || c.MinLevel > c.Depth || (c.Level > 0 && c.Level < c.MinLevel)):
+		return c, fmt.Errorf("%w: minimum level %d needs the quad space, a level at or below it and a depth of at least %d", ErrConfig, c.MinLevel, c.MinLevel)
 	}
 	return c, nil
 }
@@ -259,7 +262,11 @@ func (g *Generator) cell(u *user) (dewey.ID, float64) {
 	case Quad:
 		level := g.cfg.Level
 		if level == 0 {
-			x := g.rng.Float64() * g.cumLvl[len(g.cumLvl)-1]
+			lo := 0.0
+			if g.cfg.MinLevel > 1 {
+				lo = g.cumLvl[g.cfg.MinLevel-2]
+			}
+			x := lo + g.rng.Float64()*(g.cumLvl[len(g.cumLvl)-1]-lo)
 			level = 1
 			for level < len(g.cumLvl) && x >= g.cumLvl[level-1] {
 				level++

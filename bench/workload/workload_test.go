@@ -107,6 +107,26 @@ func TestQuadLevels(t *testing.T) {
 			t.Fatalf("cell %v with the level fixed at 3", op.Cell)
 		}
 	}
+	// From a minimum level on, the levels keep their proportions.
+	const lo = 3
+	ops = gen(t, Config{Seed: 4, Ops: 40000, Space: Quad, Depth: d, MinLevel: lo})
+	clear(count)
+	for _, op := range ops {
+		count[len(op.Cell)]++
+	}
+	total := 0.0
+	for i := lo; i <= d; i++ {
+		total += math.Pow(2, float64(i-d))
+	}
+	for i := 1; i <= d; i++ {
+		want := 0.0
+		if i >= lo {
+			want = math.Pow(2, float64(i-d)) / total
+		}
+		if got := float64(count[i]) / float64(len(ops)); math.Abs(got-want) > 0.015 || (want == 0 && got > 0) {
+			t.Errorf("minimum level %d, level %d: %.3f of operations, want %.3f", lo, i, got, want)
+		}
+	}
 }
 
 func TestCircles(t *testing.T) {
@@ -154,7 +174,8 @@ func TestDescriptionsNameTheNearestPlace(t *testing.T) {
 func TestBadConfig(t *testing.T) {
 	for _, cfg := range []Config{
 		{Ops: -1}, {SubsPerPub: -1}, {SelfJoin: 1.5}, {Space: "hex"}, {Depth: 17},
-		{Space: Quad, Depth: 4, Level: 5}, {Rate: math.Inf(1)}, {Radius: math.NaN()}, {Past: -time.Second},
+		{Space: Quad, Depth: 4, Level: 5}, {Space: Quad, Depth: 4, MinLevel: 5}, {Space: Grid, MinLevel: 2},
+		{Space: Quad, Depth: 4, Level: 1, MinLevel: 2}, {Rate: math.Inf(1)}, {Radius: math.NaN()}, {Past: -time.Second},
 	} {
 		if _, err := New(cfg); !errors.Is(err, ErrConfig) {
 			t.Errorf("%+v: %v, want ErrConfig", cfg, err)

@@ -35,7 +35,8 @@ func main() {
 
 func run() error {
 	var (
-		broker     = flag.String("broker", "127.0.0.1:8080", "the broker's HTTP address (for /ws and /metrics)")
+		broker     = flag.String("broker", "127.0.0.1:8080", "the broker's HTTP address (for /ws and /metrics); a cluster's nodes separated by commas (connections spread over them, /metrics from the first)")
+		shardDepth = flag.Int("shard-depth", 0, "a cluster's shard depth: every operation at or below it (quad space, no self-joins), gaps reported per shard (0: one broker)")
 		natsURL    = flag.String("nats", "nats://127.0.0.1:4222", "publish over this NATS server (empty: over WebSocket)")
 		tracePath  = flag.String("trace", "", "replay this trace file instead of generating")
 		writeTrace = flag.String("write-trace", "", "save the workload to this trace file")
@@ -74,10 +75,18 @@ func run() error {
 		*dropEvery = 2 * time.Second
 	}
 	cfg := workload.Config{Seed: *seed, Ops: *ops, Users: *users, SubsPerPub: *ratio, Rate: *rate, Space: workload.Space(*space),
-		Depth: *depth, Radius: *radius, SelfJoin: *selfJoin, Past: *past, Future: *future, Expires: *expires}
+		Depth: *depth, Radius: *radius, SelfJoin: *selfJoin, Past: *past, Future: *future, Expires: *expires, MinLevel: *shardDepth}
 	opsList, err := load(*tracePath, cfg)
 	if err != nil {
 		return err
+	}
+	if err := fitsShards(opsList, *shardDepth); err != nil {
+		return err
+	}
+	brokers := strings.Split(*broker, ",")
+	var wsURLs []string
+	for _, b := range brokers {
+		wsURLs = append(wsURLs, "ws://"+strings.TrimSpace(b)+"/ws")
 	}
 	if *writeTrace != "" {
 		if err := save(*writeTrace, opsList, fmt.Sprintf("%+v", cfg)); err != nil {
@@ -86,9 +95,9 @@ func run() error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	lc := loadgen.Config{WSURL: "ws://" + *broker + "/ws", NATSURL: *natsURL, MetricsURL: "http://" + *broker + "/metrics",
+	lc := loadgen.Config{WSURLs: wsURLs, NATSURL: *natsURL, MetricsURL: "http://" + strings.TrimSpace(brokers[0]) + "/metrics",
 		Ops: opsList, Closed: *closed, Slowdown: *slowdown, Conns: *conns, PubConns: *pubConns, Window: *window,
-		DropEvery: *dropEvery, Seed: *seed}
+		DropEvery: *dropEvery, Seed: *seed, ShardDepth: *shardDepth}
 	if !*quiet {
 		lc.Progress = os.Stderr
 	}
@@ -108,6 +117,25 @@ func run() error {
 		fmt.Fprintf(os.Stderr, "loadgen: INCOMPLETE: %d missing, %d duplicates, %d unexpected:\n  %s\n", rep.Completeness.Missing,
 			rep.Completeness.Duplicates, rep.Completeness.Unexpected, strings.Join(rep.Completeness.Examples, "\n  "))
 		os.Exit(1)
+	}
+	return nil
+}
+
+// fitsShards checks that a cluster can answer the oracle's questions: an
+// operation above the shard depth is stamped in several shards (its reply
+// names one stamp), and a self-join sees its user's subscriptions in its
+// own shard only (docs/cluster.md, limits).
+func fitsShards(ops []workload.Op, depth int) error {
+	if depth == 0 {
+		return nil
+	}
+	for i := range ops {
+		switch op := &ops[i]; {
+		case op.SelfJoin:
+			return fmt.Errorf("-shard-depth: operation %d is a self-join, which a cluster serves within one shard only", i)
+		case len(op.Cell) < depth:
+			return fmt.Errorf("-shard-depth: operation %d is on cell %v, above the shard depth %d (use -space quad)", i, op.Cell, depth)
+		}
 	}
 	return nil
 }

@@ -152,7 +152,7 @@ func runBroker(bin, data, mode string, ops []workload.Op) (row, error) {
 	if err := procs.WaitReady(httpAddr); err != nil {
 		return row{}, err
 	}
-	rep, err := loadgen.Run(context.Background(), loadgen.Config{WSURL: "ws://" + httpAddr + "/ws", MetricsURL: "http://" + httpAddr + "/metrics",
+	rep, err := loadgen.Run(context.Background(), loadgen.Config{WSURLs: []string{"ws://" + httpAddr + "/ws"}, MetricsURL: "http://" + httpAddr + "/metrics",
 		Ops: ops, Closed: true, Conns: *conns, PubConns: *pubConns, Window: *window, Seed: *seed})
 	if err != nil {
 		return row{}, err
