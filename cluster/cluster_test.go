@@ -126,8 +126,15 @@ func startNodes(t *testing.T, servers []*server.Server, depth int) []*testNode {
 			t.Fatal(err)
 		}
 		t.Cleanup(nc.Close)
-		n, err := Start(context.Background(), Config{ID: fmt.Sprintf("n%d", i), NC: nc, Dir: t.TempDir(), Shards: Shards{Depth: depth},
-			Replicas: len(servers), Log: quiet, Encode: func(p *subscriptions.Publication) []byte { return []byte(p.Desc) }})
+		cfg := Config{ID: fmt.Sprintf("n%d", i), NC: nc, Dir: t.TempDir(), Shards: Shards{Depth: depth},
+			Replicas: len(servers), Log: quiet, Encode: func(p *subscriptions.Publication) []byte { return []byte(p.Desc) }}
+		// As the broker does: JetStream may still be electing its first
+		// leaders, and the lease bucket cannot be made before.
+		n, err := Start(context.Background(), cfg)
+		for deadline := time.Now().Add(30 * time.Second); err != nil && time.Now().Before(deadline); {
+			time.Sleep(200 * time.Millisecond)
+			n, err = Start(context.Background(), cfg)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

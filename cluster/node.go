@@ -56,8 +56,8 @@ type Node struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	leases jetstream.KeyValue
-	nodes  jetstream.KeyValue
 	inbox  *nats.Subscription
+	alive  *nats.Subscription // the other nodes' heartbeats
 	limits subscriptions.Limits
 
 	mu      sync.Mutex
@@ -65,11 +65,12 @@ type Node struct {
 	revs    map[string]uint64    // lease revisions of shards owned or being taken
 	renewed map[string]time.Time // when each was last renewed
 	owners  map[string]string    // shard -> owning node, as last read
+	heard   map[string]time.Time // node -> when its heartbeat last arrived
 	closed  bool
 
 	h *holder
-	// Of the lease loop alone: when each lease or heartbeat was last seen
-	// to change, and since when the buckets take this node's writes.
+	// Of the lease loop alone: when each lease was last seen to change,
+	// and since when the lease bucket takes this node's writes.
 	seen     map[string]seenRev
 	writable time.Time
 	takes    uint64            // shards taken, for lease values
@@ -106,29 +107,36 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		cfg.Log = slog.Default()
 	}
 	n := &Node{cfg: cfg, log: cfg.Log.With("node", cfg.ID), nc: cfg.NC, limits: lim, owned: map[string]*owner{},
-		revs: map[string]uint64{}, renewed: map[string]time.Time{}, owners: map[string]string{}, seen: map[string]seenRev{}, values: map[string]string{}, stop: make(chan struct{}), done: make(chan struct{})}
+		revs: map[string]uint64{}, renewed: map[string]time.Time{}, owners: map[string]string{}, heard: map[string]time.Time{}, seen: map[string]seenRev{}, values: map[string]string{}, stop: make(chan struct{}), done: make(chan struct{})}
 	var err error
 	if n.js, err = jetstream.New(cfg.NC); err != nil {
 		return nil, err
 	}
-	kv := func(bucket, what string) (jetstream.KeyValue, error) {
-		// No TTL: a bucket electing a leader (4-9 s) would let every lease
-		// lapse at once. Staleness is judged by each node (leases.go).
-		return n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, Description: what,
-			Replicas: cfg.Replicas, Storage: jetstream.FileStorage})
-	}
-	if n.leases, err = kv(leaseBucket, "Cellcast: which node owns each shard"); err != nil {
+	// No TTL: a bucket electing a leader (4-9 s) would let every lease
+	// lapse at once. Staleness is judged by each node (stale).
+	if n.leases, err = n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: leaseBucket,
+		Description: "Cellcast: which node owns each shard", Replicas: cfg.Replicas, Storage: jetstream.FileStorage}); err != nil {
 		return nil, fmt.Errorf("cluster: lease bucket: %w", err)
-	}
-	if n.nodes, err = kv(nodeBucket, "Cellcast: live nodes"); err != nil {
-		return nil, fmt.Errorf("cluster: node bucket: %w", err)
 	}
 	n.h = newHolder(n)
 	if n.inbox, err = cfg.NC.Subscribe(nodeSubject+cfg.ID+".>", n.h.receive); err != nil {
 		return nil, err
 	}
 	n.inbox.SetPendingLimits(-1, -1)
-	if _, err := n.nodes.Put(ctx, cfg.ID, []byte(time.Now().UTC().Format(time.RFC3339))); err != nil {
+	// Who is alive goes over core NATS, not JetStream: it only balances
+	// shards (the leases decide who owns them), and must not wait for a
+	// bucket to elect a leader.
+	if n.alive, err = cfg.NC.Subscribe(aliveSubject+"*", func(m *nats.Msg) {
+		n.mu.Lock()
+		n.heard[strings.TrimPrefix(m.Subject, aliveSubject)] = time.Now()
+		n.mu.Unlock()
+	}); err != nil {
+		n.inbox.Unsubscribe()
+		return nil, err
+	}
+	if _, err := n.leases.Put(ctx, probeKey(cfg.ID), []byte(time.Now().UTC().Format(time.RFC3339))); err != nil {
+		n.inbox.Unsubscribe()
+		n.alive.Unsubscribe()
 		return nil, fmt.Errorf("cluster: announcing node %s: %w", cfg.ID, err)
 	}
 	go n.run()
@@ -173,28 +181,29 @@ func (n *Node) run() {
 func (n *Node) tick(ctx context.Context, acquire bool) {
 	// Renew first: a slow or failing read below must not let leases lapse.
 	mine := n.renew(ctx)
-	if _, err := n.nodes.Put(ctx, n.cfg.ID, []byte(time.Now().UTC().Format(time.RFC3339))); err != nil {
-		n.log.Warn("cluster: heartbeat", "err", err)
+	n.nc.Publish(aliveSubject+n.cfg.ID, nil)
+	// A write of its own tells the node whether the bucket takes writes,
+	// even while it holds no lease.
+	if _, err := n.leases.Put(ctx, probeKey(n.cfg.ID), []byte(time.Now().UTC().Format(time.RFC3339))); err != nil {
+		n.log.Warn("cluster: the lease bucket takes no writes", "err", err)
 		n.writable = time.Time{}
 	} else if n.writable.IsZero() {
 		n.writable = time.Now()
 	}
-	keys, err := n.nodes.Keys(ctx)
-	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
-		n.log.Warn("cluster: listing nodes", "err", err)
-		return
-	}
-	alive := 0
-	for _, k := range keys {
-		if e, err := n.nodes.Get(ctx, k); err == nil && (k == n.cfg.ID || !n.stale("node "+k, e.Revision())) {
+	alive := 1 // this node
+	n.mu.Lock()
+	for id, at := range n.heard {
+		if id != n.cfg.ID && time.Since(at) < n.cfg.LeaseTTL {
 			alive++
 		}
 	}
+	n.mu.Unlock()
 	all := n.cfg.Shards.All()
 	target := (len(all) + max(alive, 1) - 1) / max(alive, 1)
 	owners := map[string]string{}
 	free := map[string]uint64{} // shard -> revision to take it at (0: absent)
 	var order []string
+	var err error
 	for _, s := range all {
 		e, err := n.leases.Get(ctx, s)
 		switch {
@@ -264,8 +273,9 @@ func nodeOf(value string) string {
 }
 
 // stale reports whether key's revision has not changed for a lease TTL,
-// by this node's clock, while the buckets took this node's writes for at
-// least as long: its writer stopped, rather than the bucket.
+// by this node's clock, while the bucket took this node's writes for half
+// as long: its writer stopped, rather than the bucket. (A live owner
+// renews within a quarter TTL of the bucket taking writes again.)
 func (n *Node) stale(key string, rev uint64) bool {
 	now := time.Now()
 	if v, ok := n.seen[key]; !ok || v.rev != rev {
@@ -273,8 +283,11 @@ func (n *Node) stale(key string, rev uint64) bool {
 		return false
 	}
 	ttl := n.cfg.LeaseTTL
-	return now.Sub(n.seen[key].at) > ttl && !n.writable.IsZero() && now.Sub(n.writable) > ttl
+	return now.Sub(n.seen[key].at) > ttl && !n.writable.IsZero() && now.Sub(n.writable) > ttl/2
 }
+
+// probeKey is the key of a node's own writes in the lease bucket.
+func probeKey(node string) string { return "node." + node }
 
 // renew renews the leases of the shards this node owns or is taking, and
 // returns them. A lease whose revision moved on is lost; one the bucket
@@ -333,7 +346,7 @@ func (n *Node) stillMine(ctx context.Context, s string, rev uint64, value string
 // succeeds or the lease is lost (it is renewed meanwhile).
 func (n *Node) take(s string) {
 	start := time.Now()
-	for wait := 250 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, time.Second) {
 		n.mu.Lock()
 		value, leased := n.values[s], n.revs[s] != 0
 		n.mu.Unlock()
@@ -341,7 +354,8 @@ func (n *Node) take(s string) {
 			return
 		}
 		// A JetStream request lost to a leader election is never answered:
-		// short attempts, tried again, beat one long one.
+		// each step of an attempt is short (stepTimeout), and the attempt
+		// is tried again.
 		ctx, cancel := context.WithTimeout(context.Background(), takeTimeout)
 		o, err := openOwner(ctx, n, s, value)
 		cancel()
@@ -366,8 +380,9 @@ func (n *Node) take(s string) {
 }
 
 // takeTimeout bounds one attempt to rebuild a shard from its log. It
-// must cover a whole replay (at most the stream's MaxAge of records).
-const takeTimeout = 10 * time.Second
+// must cover a whole replay (at most the stream's MaxAge of records);
+// a stalled step fails the attempt much sooner (stepTimeout).
+const takeTimeout = 5 * time.Minute
 
 // restart rebuilds shard s after its log refused a write whose fate is
 // unknown: the store may hold what the log does not. The node keeps the
@@ -490,7 +505,8 @@ func (n *Node) Close() error {
 		n.lose(s)
 		n.leases.Delete(ctx, s, jetstream.LastRevision(rev))
 	}
-	n.nodes.Delete(ctx, n.cfg.ID)
+	n.alive.Unsubscribe()
+	n.leases.Delete(ctx, probeKey(n.cfg.ID))
 	n.h.close()
 	n.outMu.Lock()
 	for _, b := range n.outboxes {

@@ -62,6 +62,8 @@ type shardLog struct {
 // longest life of any record, so the stream holds the shard's live state.
 func openLog(ctx context.Context, js jetstream.JetStream, shard, server string, replicas int, maxAge time.Duration) (*shardLog, error) {
 	l := &shardLog{js: js, stream: streamPrefix + shard, subject: logSubject + shard, owner: server}
+	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	defer cancel()
 	s, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name: l.stream, Subjects: []string{l.subject}, Storage: jetstream.FileStorage,
 		Replicas: replicas, MaxAge: maxAge, Discard: jetstream.DiscardOld,
@@ -107,8 +109,10 @@ func (l *shardLog) replay(ctx context.Context, from uint64, apply func(seq uint6
 	if l.last <= from || l.msgs == 0 {
 		return nil
 	}
-	c, err := l.js.OrderedConsumer(ctx, l.stream, jetstream.OrderedConsumerConfig{
+	cctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	c, err := l.js.OrderedConsumer(cctx, l.stream, jetstream.OrderedConsumerConfig{
 		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from + 1})
+	cancel()
 	if err != nil {
 		return fmt.Errorf("cluster: replaying %s: %w", l.stream, err)
 	}
@@ -118,7 +122,9 @@ func (l *shardLog) replay(ctx context.Context, from uint64, apply func(seq uint6
 	}
 	defer it.Stop()
 	for {
-		m, err := it.Next(jetstream.NextContext(ctx))
+		mctx, cancel := context.WithTimeout(ctx, stepTimeout)
+		m, err := it.Next(jetstream.NextContext(mctx))
+		cancel()
 		if err != nil {
 			return fmt.Errorf("cluster: replaying %s: %w", l.stream, err)
 		}
@@ -139,13 +145,20 @@ func (l *shardLog) replay(ctx context.Context, from uint64, apply func(seq uint6
 	}
 }
 
-// An append tries appendTries times, appendTimeout each: a stream whose
-// leader went away answers nothing until its replicas elect another
-// (4-9 s in nats-server), and waiting that out, with the same message id,
-// is cheaper than rebuilding the shard.
+// stepTimeout bounds each JetStream request of a take (opening the
+// stream, creating the replay's consumer, each message of the replay): a
+// request lost to a leader election is never answered, and the take is
+// tried again from the start, so the shard is served soon after the
+// election ends rather than when one long attempt gives up.
+const stepTimeout = 2 * time.Second
+
+// An append tries for appendPatience, appendTimeout a try: a stream whose
+// leader went away answers nothing (or "no responders") until its
+// replicas elect another (4-9 s in nats-server), and waiting that out,
+// with the same message id, is cheaper than rebuilding the shard.
 const (
-	appendTimeout = 2 * time.Second
-	appendTries   = 10
+	appendTimeout  = 2 * time.Second
+	appendPatience = 20 * time.Second
 )
 
 // errFenced: another node appended to the shard's log; this one no
@@ -161,7 +174,7 @@ func (l *shardLog) append(ctx context.Context, batch []byte) (uint64, error) {
 	l.appends++
 	id := fmt.Sprintf("%s-%d-%d", l.owner, l.last, l.appends)
 	var err error
-	for try := 0; try < appendTries; try++ {
+	for start := time.Now(); time.Since(start) < appendPatience; {
 		actx, cancel := context.WithTimeout(ctx, appendTimeout)
 		var ack *jetstream.PubAck
 		ack, err = l.js.Publish(actx, l.subject, batch, jetstream.WithMsgID(id),

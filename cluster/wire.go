@@ -22,9 +22,8 @@ const (
 	nodeSubject  = "cellcast.cluster.node."   // + node + ".r.<req>" | ".n" | ".l"
 	logSubject   = "cellcast.cluster.log."    // + shard: the shard's stream
 	streamPrefix = "CELLCAST_"                // + shard
-	leaseBucket  = "cellcast_leases"          // shard -> node
-	nodeBucket   = "cellcast_nodes"           // node -> heartbeat
-	pingSubject  = "cellcast.cluster.members" // a node answers with its id
+	leaseBucket  = "cellcast_leases"          // shard -> node; node.<id> -> its last write
+	aliveSubject = "cellcast.cluster.alive."  // + node: its heartbeat, every LeaseTTL/4
 )
 
 // Operations a node asks of a shard's owner.
