@@ -1,6 +1,7 @@
 package procs
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"net"
@@ -8,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -91,4 +94,25 @@ func Stop(cmd *exec.Cmd) {
 		cmd.Process.Kill()
 		<-done
 	}
+}
+
+// Metric reads one unlabelled series from the broker's /metrics on httpAddr.
+func Metric(httpAddr, name string) (float64, error) {
+	cl := http.Client{Timeout: 5 * time.Second}
+	resp, err := cl.Get("http://" + httpAddr + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			return strconv.ParseFloat(v, 64)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("%s: no series %s", httpAddr, name)
 }

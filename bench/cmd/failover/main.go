@@ -72,8 +72,12 @@ func run(bin string, rounds int, keep bool, loadOps int, loadRate float64) error
 	var took []time.Duration
 	for r := range rounds {
 		victim := r % 3
-		// Every shard answers before the kill.
+		// Every shard answers before the kill, and the shards are spread
+		// evenly: a node dies in a settled cluster, not amid a rebalance.
 		if _, err := serveAll(c, victim, quiet, time.Minute); err != nil {
+			return err
+		}
+		if err := settle(c, -1); err != nil {
 			return err
 		}
 		t0 := time.Now()
@@ -84,15 +88,19 @@ func run(bin string, rounds int, keep bool, loadOps int, loadRate float64) error
 		if err != nil {
 			return fmt.Errorf("round %d: %w", r, err)
 		}
-		d := back.Sub(t0)
+		d := back.at.Sub(t0)
 		took = append(took, d)
-		fmt.Printf("round %d: killed %s; every shard served again after %v\n", r, c.Nodes[victim].ID, d.Round(time.Millisecond))
+		fmt.Printf("round %d: killed %s; every shard served again after %v (the last: %s; its last error: %v)\n",
+			r, c.Nodes[victim].ID, d.Round(time.Millisecond), back.cell, back.err)
 		if err := c.Restart(victim); err != nil {
 			return err
 		}
 	}
 	if loadOps > 0 {
 		if _, err := serveAll(c, -1, quiet, time.Minute); err != nil {
+			return err
+		}
+		if err := settle(c, -1); err != nil {
 			return err
 		}
 		time.Sleep(probeLife) // the load generator's oracle knows nothing of the probes
@@ -112,13 +120,21 @@ func run(bin string, rounds int, keep bool, loadOps int, loadRate float64) error
 // probeLife is how long a probe's publication lives.
 const probeLife = time.Second
 
+// served is when the last shard answered again: its probe's cell, and the
+// error its previous try met.
+type served struct {
+	at   time.Time
+	cell string
+	err  error
+}
+
 // serveAll publishes into every shard through the nodes other than skip
 // until each has answered, and returns when the last one first did.
-func serveAll(c *procs.Cluster, skip int, log *slog.Logger, limit time.Duration) (time.Time, error) {
+func serveAll(c *procs.Cluster, skip int, log *slog.Logger, limit time.Duration) (served, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	var mu sync.Mutex
-	var last time.Time
+	var last served
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
 	for i, cell := range cells() {
@@ -132,18 +148,20 @@ func serveAll(c *procs.Cluster, skip int, log *slog.Logger, limit time.Duration)
 				return
 			}
 			defer cl.Close()
+			var prev error
 			for ctx.Err() == nil {
 				pctx, pcancel := context.WithTimeout(ctx, 500*time.Millisecond)
 				_, err := cl.Publish(pctx, client.PublishRequest{Location: client.Cell(cell), Expires: probeLife, Desc: "failover probe"})
 				pcancel()
 				if err == nil {
 					mu.Lock()
-					if now := time.Now(); now.After(last) {
-						last = now
+					if now := time.Now(); now.After(last.at) {
+						last = served{now, cell, prev}
 					}
 					mu.Unlock()
 					return
 				}
+				prev = err
 				time.Sleep(20 * time.Millisecond)
 			}
 			errs <- fmt.Errorf("shard of %s not served within %v", cell, limit)
@@ -152,7 +170,38 @@ func serveAll(c *procs.Cluster, skip int, log *slog.Logger, limit time.Duration)
 	wg.Wait()
 	close(errs)
 	if err := <-errs; err != nil {
-		return time.Time{}, err
+		return served{}, err
 	}
 	return last, nil
+}
+
+// settle waits until the live nodes (all but skip) own every shard between
+// them, evenly, and have for three looks a second apart.
+func settle(c *procs.Cluster, skip int) error {
+	steady := 0
+	var counts []int
+	for deadline := time.Now().Add(time.Minute); steady < 3; time.Sleep(time.Second) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the shards never settled: %v owned", counts)
+		}
+		counts = counts[:0]
+		total := 0
+		for i, nd := range c.Nodes {
+			if i == skip {
+				continue
+			}
+			n, err := procs.Metric(nd.HTTP, "cellcast_cluster_shards_owned")
+			if err != nil {
+				return err
+			}
+			counts = append(counts, int(n))
+			total += int(n)
+		}
+		if total == len(cells())+1 && slices.Max(counts)-slices.Min(counts) <= 1 {
+			steady++
+		} else {
+			steady = 0
+		}
+	}
+	return nil
 }
