@@ -18,12 +18,12 @@ import (
 // notifications, lost routes) on one subscription, so a reply and the
 // notifications sent after it arrive in the order they were sent.
 const (
-	shardSubject = "cellcast.cluster.shard."  // + shard
-	nodeSubject  = "cellcast.cluster.node."   // + node + ".r.<req>" | ".n" | ".l"
-	logSubject   = "cellcast.cluster.log."    // + shard: the shard's stream
-	streamPrefix = "CELLCAST_"                // + shard
-	leaseBucket  = "cellcast_leases"          // shard -> node; node.<id> -> its last write
-	aliveSubject = "cellcast.cluster.alive."  // + node: its heartbeat, every LeaseTTL/4
+	shardSubject = "cellcast.cluster.shard." // + shard
+	nodeSubject  = "cellcast.cluster.node."  // + node + ".r.<req>" | ".n" | ".l"
+	logSubject   = "cellcast.cluster.log."   // + shard: the shard's stream
+	streamPrefix = "CELLCAST_"               // + shard
+	leaseBucket  = "cellcast_leases"         // shard -> node; node.<id> -> its last write
+	aliveSubject = "cellcast.cluster.alive." // + node: its heartbeat, every LeaseTTL/4
 )
 
 // Operations a node asks of a shard's owner.
