@@ -3,7 +3,9 @@
 //
 // The geo Dewey space is split into shards (Shards). A node owns shards
 // through leases in a JetStream KV bucket: created and renewed with the
-// expected revision, lapsing after a TTL when their node stops. For each
+// expected revision, judged stale by the other nodes when a lease's
+// revision has not moved for a TTL while the bucket took their own writes;
+// who is alive (for a fair share) goes over core NATS heartbeats. For each
 // shard it owns, a node runs a service.Service over a store of its own;
 // every operation that writes goes to the shard's JetStream stream, the
 // replicated log, before it is answered, and the owner runs operations
@@ -21,7 +23,7 @@
 // subscription at the shard's next owner when the shard moves, and at
 // the same owner when its subscriber fell behind.
 //
-// Locks. Node.mu (leases and owned shards), holder.mu (routes and calls),
+// Locks. Node.mu (leases, owned shards, heartbeats heard), holder.mu (routes and calls),
 // owner.mu (an owner's routes to holders) and remoteSink.mu are never held
 // together, except that holder.mu is held while a gateway sink's Notify
 // runs (as the hub's lock is on one node), and the hub's locks while a
