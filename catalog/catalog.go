@@ -342,7 +342,7 @@ func (c *Catalog) janitor() {
 		case <-c.stop:
 			return
 		case <-t.C:
-			if _, err := c.Expire(); err != nil {
+			if _, err := c.expire(c.stop); err != nil {
 				c.log.Error("catalog: deleting expired publications", "err", err)
 			}
 		}
@@ -350,21 +350,31 @@ func (c *Catalog) janitor() {
 }
 
 // Expire deletes the publications expired by now and returns how many.
-func (c *Catalog) Expire() (int, error) {
+func (c *Catalog) Expire() (int, error) { return c.expire(nil) }
+
+// expire deletes expired publications MaxK at a time, each lot in one
+// write per engine (one fsync each when synced, not one per publication),
+// until none is left or stop closes: Close does not wait for a backlog.
+func (c *Catalog) expire(stop <-chan struct{}) (int, error) {
 	n := 0
 	for {
 		rows, err := c.t.RangeLookup(colExpires, secondary.IntValue(math.MinInt64), secondary.IntValue(c.now()), MaxK)
 		if err != nil {
 			return n, err
 		}
-		for _, r := range rows {
-			if err := c.t.Delete(r.Key); err != nil && !errors.Is(err, secondary.ErrNotFound) {
-				return n, err
-			}
-			n++
+		pks := make([]string, len(rows))
+		for i := range rows {
+			pks[i] = rows[i].Key
 		}
-		if len(rows) < MaxK {
+		deleted, err := c.t.DeleteMany(pks)
+		n += deleted
+		if err != nil || len(rows) < MaxK {
+			return n, err
+		}
+		select {
+		case <-stop:
 			return n, nil
+		default:
 		}
 	}
 }

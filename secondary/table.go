@@ -246,27 +246,6 @@ func (t *Table) Put(pk string, doc Doc) error {
 	return t.dropOld(old, pk)
 }
 
-// Delete removes pk's row.
-func (t *Table) Delete(pk string) error {
-	if pk == "" {
-		return ErrBadKey
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	old, err := t.get(pk)
-	if err != nil {
-		return err
-	}
-	b := lsm.NewBatch()
-	b.Delete(rowKey(pk))
-	t.seq++
-	b.Set(seqKey, binary.LittleEndian.AppendUint64(nil, t.seq))
-	if err := t.primary.Apply(b, t.writeOptions()); err != nil {
-		return err
-	}
-	return t.forget(old)
-}
-
 // dropOld takes a replaced version out of the Eager lists, the only index
 // whose lists are rewritten on every write; elsewhere validation skips it
 // (and DELI's repairs remove it).
@@ -279,33 +258,6 @@ func (t *Table) dropOld(old *Row, pk string) error {
 			if err := ix.remove(v, posting{old.Seq, pk}, t.writeOptions()); err != nil {
 				return err
 			}
-		}
-	}
-	return nil
-}
-
-// forget takes a deleted row's entries out of every stand-alone index, so
-// a table whose rows come and go (expiring publications) does not grow
-// with entries nothing can return: lists are rewritten without it (Eager,
-// Lazy), single entries deleted blind (Composite, DELI).
-func (t *Table) forget(old *Row) error {
-	p := posting{old.Seq, old.Key}
-	for _, ix := range t.indexes {
-		v, ok := old.Doc[ix.Name]
-		if !ok || ix.db == nil {
-			continue
-		}
-		var err error
-		switch ix.Strategy {
-		case Eager, Lazy:
-			err = ix.remove(v, p, t.writeOptions())
-		case Composite:
-			err = ix.db.Delete(append(v.appendKey(nil), old.Key...), t.writeOptions())
-		case DELI:
-			err = ix.db.Delete(deliKey(v, old.Seq, old.Key), t.writeOptions())
-		}
-		if err != nil {
-			return err
 		}
 	}
 	return nil

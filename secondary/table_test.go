@@ -106,6 +106,23 @@ func TestDifferential(t *testing.T) {
 						t.Fatalf("delete %s: %v (present %v)", pk, err, ok)
 					}
 					delete(o, pk)
+				case x < 71: // several at once, some absent, some twice
+					var pks []string
+					want := 0
+					for range rng.Intn(20) {
+						pk := "k" + strconv.Itoa(rng.Intn(300))
+						if _, ok := o[pk]; ok {
+							want++
+							delete(o, pk)
+						}
+						pks = append(pks, pk)
+						if rng.Intn(4) == 0 {
+							pks = append(pks, pk)
+						}
+					}
+					if n, err := tb.DeleteMany(pks); err != nil || n != want {
+						t.Fatalf("delete many %v: %d, %v; want %d", pks, n, err, want)
+					}
 				case x < 72:
 					if err := tb.Flush(); err != nil {
 						t.Fatal(err)
@@ -461,6 +478,16 @@ func TestDeleteEmptiesIndexes(t *testing.T) {
 			if err := tb.Flush(); err != nil {
 				t.Fatal(err)
 			}
+		}
+		if round == 2 { // all at once
+			var pks []string
+			for i := range 300 {
+				pks = append(pks, fmt.Sprintf("r%d-%d", round, i))
+			}
+			if n, err := tb.DeleteMany(pks); n != 300 || err != nil {
+				t.Fatalf("delete many: %d, %v", n, err)
+			}
+			continue
 		}
 		for i := range 300 {
 			if err := tb.Delete(fmt.Sprintf("r%d-%d", round, i)); err != nil {
