@@ -116,3 +116,16 @@ func Metric(httpAddr, name string) (float64, error) {
 	}
 	return 0, fmt.Errorf("%s: no series %s", httpAddr, name)
 }
+
+// WorkDir makes a temporary directory for a run's data and logs. done
+// removes it, unless keep: then its path is printed for a look later.
+func WorkDir(name string, keep bool) (dir string, done func(), err error) {
+	if dir, err = os.MkdirTemp("", name); err != nil {
+		return "", nil, err
+	}
+	if keep {
+		fmt.Println("data and logs in", dir)
+		return dir, func() {}, nil
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
+}

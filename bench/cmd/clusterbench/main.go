@@ -88,15 +88,11 @@ type result struct {
 }
 
 func run(bin string, nsubs, npubs, conns, window int, seed int64, keep bool) error {
-	dir, err := os.MkdirTemp("", "clusterbench")
+	dir, done, err := procs.WorkDir("clusterbench", keep)
 	if err != nil {
 		return err
 	}
-	if keep {
-		fmt.Println("data and logs in", dir)
-	} else {
-		defer os.RemoveAll(dir)
-	}
+	defer done()
 	if bin, err = procs.Broker(bin, dir); err != nil {
 		return err
 	}

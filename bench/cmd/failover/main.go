@@ -51,15 +51,11 @@ func cells() []string {
 }
 
 func run(bin string, rounds int, keep bool, loadOps int, loadRate float64) error {
-	dir, err := os.MkdirTemp("", "failover")
+	dir, done, err := procs.WorkDir("failover", keep)
 	if err != nil {
 		return err
 	}
-	if keep {
-		fmt.Println("data and logs in", dir)
-	} else {
-		defer os.RemoveAll(dir)
-	}
+	defer done()
 	if bin, err = procs.Broker(bin, dir); err != nil {
 		return err
 	}
