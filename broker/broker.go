@@ -238,9 +238,7 @@ func Start(cfg Config) (_ *Broker, err error) {
 	var core gateway.Core
 	var loc *gateway.Locator
 	if cfg.clustered() {
-		// Topic names need a registry every node agrees on: not yet.
-		loc = gateway.NewLocator(tree, nil)
-		if b.node, err = b.startNode(loc); err != nil {
+		if b.node, loc, err = b.startNode(tree); err != nil {
 			return nil, err
 		}
 		core = b.node

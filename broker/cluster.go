@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/seed84792017/cellcast/cluster"
+	"github.com/seed84792017/cellcast/dewey"
 	"github.com/seed84792017/cellcast/gateway"
 	"github.com/seed84792017/cellcast/lsm"
 )
@@ -85,9 +86,10 @@ func splitHostPort(addr string) (string, int, error) {
 	return host, port, nil
 }
 
-// startNode joins the cluster once JetStream answers (a new NATS cluster
-// elects its JetStream leader first).
-func (b *Broker) startNode(loc *gateway.Locator) (*cluster.Node, error) {
+// startNode opens the cluster's topic registry and joins the cluster once
+// JetStream answers (a new NATS cluster elects its JetStream leader
+// first). It returns the node and the locator over the registry.
+func (b *Broker) startNode(tree *dewey.QuadTree) (*cluster.Node, *gateway.Locator, error) {
 	cc := b.cfg.Cluster
 	depth := cc.ShardDepth
 	if depth == 0 {
@@ -96,23 +98,34 @@ func (b *Broker) startNode(loc *gateway.Locator) (*cluster.Node, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cfg := cluster.Config{ID: cc.Node, NC: b.nc, Dir: b.cfg.DataDir, Shards: cluster.Shards{Depth: depth}, Replicas: cc.Replicas,
-		LeaseTTL: cc.LeaseTTL, LSM: &lsm.Options{BlockCacheSize: b.cfg.CacheBytes / 16, FS: b.cfg.FS}, Encode: loc.EncodePublication,
+		LeaseTTL: cc.LeaseTTL, LSM: &lsm.Options{BlockCacheSize: b.cfg.CacheBytes / 16, FS: b.cfg.FS},
 		MaxBacklog: b.cfg.MaxBacklog, MaxBacklogBytes: b.cfg.MaxBacklogBytes, Log: b.log}
 	cfg.Store.Limits = b.cfg.Limits
+	var loc *gateway.Locator
 	for {
 		actx, acancel := context.WithTimeout(ctx, 2*time.Second)
-		n, err := cluster.Start(actx, cfg)
+		var n *cluster.Node
+		topics, err := cluster.OpenTopics(actx, b.nc, cc.Replicas, maxTopicDepth)
+		if err == nil {
+			loc = gateway.NewLocator(tree, topics)
+			cfg.Encode = loc.EncodePublication
+			n, err = cluster.Start(actx, cfg)
+		}
 		acancel()
 		if err == nil {
-			return n, nil
+			return n, loc, nil
 		}
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("joining the cluster (does JetStream run on a majority of the NATS servers?): %w", err)
+			return nil, nil, fmt.Errorf("joining the cluster (does JetStream run on a majority of the NATS servers?): %w", err)
 		}
 		b.log.Info("waiting for JetStream", "err", err)
 		time.Sleep(500 * time.Millisecond)
 	}
 }
+
+// maxTopicDepth is how deep a cluster's topic paths go: as deep as one
+// broker's (listdb.Config.MaxTopicDepth's default).
+const maxTopicDepth = 8
 
 // pingSubject is answered by every broker, so that one starting on the
 // same NATS servers can tell it would not be alone.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -269,5 +270,100 @@ func TestPingAnswersOnlyBrokers(t *testing.T) {
 	}
 	if m, err := forged.NextMsg(200 * time.Millisecond); err == nil {
 		t.Fatalf("a pong on a user's notification subject: %s", m.Data)
+	}
+}
+
+// TestClusterTopics: topics over a cluster. Each node resolves topic
+// names in the shared registry: subscriptions on two nodes, publications
+// through the third, a new topic created through two nodes at once; every
+// node agrees on the ids (a publication in a subtopic reaches the parent
+// topic's subscriber, and both nodes' publications on the new topic reach
+// its subscriber), and each notification names its topic, which the
+// rendering node may first have learnt from the registry.
+func TestClusterTopics(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-node cluster")
+	}
+	brokers := startCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dial := func(i int) *cc.Client {
+		c, err := cc.Dial(ctx, wsURL(brokers[i]), cc.Options{UID: fmt.Sprintf("u%d", i), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	c0, c1, c2 := dial(0), dial(1), dial(2)
+	sports, err := c0.Subscribe(ctx, cc.SubscribeRequest{Location: cc.Topic("sports"), Future: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	soccer, err := c1.Subscribe(ctx, cc.SubscribeRequest{Location: cc.Topic("sports/soccer"), Future: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c2.Publish(ctx, cc.PublishRequest{Location: cc.Topic("sports/soccer"), Expires: time.Minute, Desc: "goal"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c2.Publish(ctx, cc.PublishRequest{Location: cc.Topic("sports/tennis"), Expires: time.Minute, Desc: "ace"}); err != nil {
+		t.Fatal(err)
+	}
+	// A topic only one node has seen, so that a registry of each node's
+	// own would number the next one differently on the two below.
+	if _, err := c0.Publish(ctx, cc.PublishRequest{Location: cc.Topic("weather"), Expires: time.Minute, Desc: "rain"}); err != nil {
+		t.Fatal(err)
+	}
+	// A topic nobody has used yet, created through two nodes at once.
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, c := range []*cc.Client{c0, c2} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = c.Publish(ctx, cc.PublishRequest{Location: cc.Topic("news/local"), Expires: time.Minute, Desc: fmt.Sprintf("news %d", i)})
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	news, err := c1.Subscribe(ctx, cc.SubscribeRequest{Location: cc.Topic("news"), Past: time.Minute, Future: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range news.Past {
+		if p.Topic != "news/local" {
+			t.Fatalf("a past result names topic %q", p.Topic)
+		}
+		got = append(got, p.Desc)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"news 0", "news 1"}) {
+		t.Fatalf("past results of news: %v: the two nodes gave news/local different ids", got)
+	}
+	want := map[*cc.Subscription][]string{sports: {"goal sports/soccer", "ace sports/tennis"}, soccer: {"goal sports/soccer"}}
+	for s, w := range want {
+		var seen []string
+		for len(seen) < len(w) {
+			select {
+			case n := <-s.C:
+				seen = append(seen, n.Publication.Desc+" "+n.Publication.Topic)
+			case <-ctx.Done():
+				t.Fatalf("%s got %v, want %v", s.Sid, seen, w)
+			}
+		}
+		slices.Sort(seen)
+		slices.Sort(w)
+		if !slices.Equal(seen, w) {
+			t.Fatalf("%s got %v, want %v", s.Sid, seen, w)
+		}
+	}
+	select {
+	case n := <-soccer.C:
+		t.Fatalf("soccer got %s (%s)", n.Publication.Desc, n.Publication.Topic)
+	case <-time.After(300 * time.Millisecond):
 	}
 }

@@ -22,9 +22,6 @@ func (n *Node) Limits() subscriptions.Limits { return n.limits }
 // notifications to sink.
 func (n *Node) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequest, sink delivery.Sink, answer func(*subscriptions.SubscribeResult, string)) error {
 	cells := cellsOf(req.Cell, req.Cover)
-	if cells[0].NS != subscriptions.NSCell {
-		return ErrTopics
-	}
 	shard := n.cfg.Shards.Home(cells[0])
 	for _, c := range cells[1:] {
 		if n.cfg.Shards.Home(c) != shard {
@@ -52,9 +49,6 @@ func (n *Node) Subscribe(ctx context.Context, req *subscriptions.SubscribeReques
 // subscribers of the shards that did store it may see it twice.
 func (n *Node) Publish(ctx context.Context, req *subscriptions.PublishRequest, answer func(*subscriptions.PublishResult)) error {
 	cells := cellsOf(req.Cell, req.Cover)
-	if cells[0].NS != subscriptions.NSCell {
-		return ErrTopics
-	}
 	targets := n.cfg.Shards.Targets(cells[0])
 	for _, c := range cells[1:] {
 		for _, s := range n.cfg.Shards.Targets(c) {
@@ -115,9 +109,6 @@ func (n *Node) shardOf(sid string) (string, error) {
 	_, c, err := subscriptions.ParseID(sid)
 	if err != nil {
 		return "", err
-	}
-	if c.NS != subscriptions.NSCell {
-		return "", ErrTopics
 	}
 	return n.cfg.Shards.Home(c), nil
 }

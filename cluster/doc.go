@@ -16,6 +16,9 @@
 // lost its lease without knowing: its appends name the last sequence it
 // knows and fail.
 //
+// Topic names resolve in a registry every node shares, a KV bucket
+// (OpenTopics, topics.go), where the first create of an id decides.
+//
 // Any node serves any client: Node implements the gateway's operations by
 // sending each to the owner of the shard it concerns over NATS. The owner
 // routes a subscription's notifications to the node holding its

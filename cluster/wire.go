@@ -66,12 +66,6 @@ type wireError struct {
 	Retry time.Duration `json:"retry,omitempty"`
 }
 
-// Error kinds, matched with errors.Is on the receiving side.
-var (
-	// ErrTopics: topic names are not served by a cluster yet.
-	ErrTopics = fmt.Errorf("%w: topics are not served by a cluster yet (docs/cluster.md)", subscriptions.ErrBadRequest)
-)
-
 func (e *wireError) Error() string { return e.Msg }
 
 // notification is what a shard owner sends to the node holding a

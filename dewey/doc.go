@@ -6,5 +6,7 @@
 // the thesis experiments, and a registry of topic paths.
 //
 // The package imports nothing of Cellcast; the topic registry persists
-// through the small TopicStore interface that the storage side implements.
+// through the small TopicStore interface that the storage side implements
+// (a cluster's, SharedTopicStore, is written by several processes at once:
+// NewSharedTopics numbers topics by a hash of their names instead).
 package dewey

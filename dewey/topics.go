@@ -3,6 +3,7 @@ package dewey
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strings"
 	"sync"
 )
@@ -17,6 +18,18 @@ type TopicStore interface {
 	SaveTopic(path string, id ID) error
 }
 
+// SharedTopicStore is a TopicStore several processes assign topics in at
+// once (a cluster's). SaveTopic returns ErrTopicTaken when id already names
+// another path, and nil when it names this one; LookupTopic finds the path
+// of an id another process assigned.
+type SharedTopicStore interface {
+	TopicStore
+	LookupTopic(id ID) (path string, ok bool, err error)
+}
+
+// ErrTopicTaken: a shared store holds another path at the id.
+var ErrTopicTaken = errors.New("dewey: topic id taken by another path")
+
 // Topics maps topic paths ("sports/soccer") to Dewey ids, assigning the next
 // free child number on first use: "sports" might become 3 and
 // "sports/soccer" 3.1, so a topic's subtopics are its Dewey subtree. Topics
@@ -29,6 +42,7 @@ type Topics struct {
 	byPath   map[string]ID
 	byID     map[string]string // encoded id -> path
 	next     map[string]uint32 // parent path ("" for the top) -> next child number
+	shared   SharedTopicStore  // NewSharedTopics: child numbers hashed, not counted
 }
 
 // MaxTopicSegment is the longest segment of a topic path.
@@ -91,6 +105,44 @@ func (t *Topics) checkPath(path string) ([]string, error) {
 	return segs, nil
 }
 
+// NewSharedTopics loads the assignments of a store that several processes
+// assign topics in. A topic's child number is a hash of its name, probed
+// onwards past numbers the store says are taken: every process tries the
+// same numbers in the same order, and the store's first write decides, so
+// all agree on every topic's id without asking one another.
+func NewSharedTopics(store SharedTopicStore, maxDepth int) (*Topics, error) {
+	t, err := NewTopics(store, maxDepth)
+	if err != nil {
+		return nil, err
+	}
+	t.shared = store
+	return t, nil
+}
+
+// maxProbes bounds the numbers a shared registry tries for one name.
+const maxProbes = 64
+
+// claim assigns path (the child seg of parent) an id in a shared store.
+func (t *Topics) claim(parent ID, seg, path string) (ID, error) {
+	h := fnv.New32a()
+	h.Write([]byte(seg))
+	n := 1 + h.Sum32()%(1<<30)
+	for range maxProbes {
+		child := parent.Child(n)
+		if other, ok := t.byID[string(child.Encode())]; !ok || other == path {
+			err := t.shared.SaveTopic(path, child)
+			if err == nil {
+				return child, nil
+			}
+			if !errors.Is(err, ErrTopicTaken) {
+				return nil, fmt.Errorf("dewey: storing topic %q: %w", path, err)
+			}
+		}
+		n++
+	}
+	return nil, fmt.Errorf("%w: no free number for %q after %d tries", ErrOverflow, path, maxProbes)
+}
+
 // Lookup returns the id of a known topic.
 func (t *Topics) Lookup(path string) (ID, bool) {
 	t.mu.Lock()
@@ -99,12 +151,24 @@ func (t *Topics) Lookup(path string) (ID, bool) {
 	return id, ok
 }
 
-// Path returns the topic path of an id.
+// Path returns the topic path of an id; in a shared registry, one another
+// process assigned is looked up in the store.
 func (t *Topics) Path(id ID) (string, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p, ok := t.byID[string(id.Encode())]
-	return p, ok
+	if ok || t.shared == nil || len(id) == 0 {
+		return p, ok
+	}
+	p, ok, err := t.shared.LookupTopic(id)
+	if err != nil || !ok {
+		return "", false
+	}
+	if _, err := t.checkPath(p); err != nil || strings.Count(p, "/")+1 != len(id) {
+		return "", false
+	}
+	t.remember(p, id)
+	return p, true
 }
 
 // Resolve returns the id of path, assigning ids to it and to any missing
@@ -124,6 +188,15 @@ func (t *Topics) Resolve(path string) (ID, error) {
 		p := strings.Join(segs[:i+1], "/")
 		if known, ok := t.byPath[p]; ok {
 			id = known
+			continue
+		}
+		if t.shared != nil {
+			child, err := t.claim(id, segs[i], p)
+			if err != nil {
+				return nil, err
+			}
+			t.remember(p, child)
+			id = child
 			continue
 		}
 		parent := strings.Join(segs[:i], "/")

@@ -1,0 +1,115 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/seed84792017/cellcast/dewey"
+)
+
+// topicBucket holds the cluster's topic registry: key "i.<id>" (the id's
+// components joined by dots), value the topic's path. A create decides
+// who gets an id, so every node agrees (dewey.NewSharedTopics).
+const topicBucket = "cellcast_topics"
+
+// topicTimeout bounds each request to the registry.
+const topicTimeout = 5 * time.Second
+
+// kvTopics is a dewey.SharedTopicStore in a JetStream KV bucket.
+type kvTopics struct{ kv jetstream.KeyValue }
+
+func topicKey(id dewey.ID) string {
+	var b strings.Builder
+	b.WriteString("i")
+	for _, c := range id {
+		b.WriteByte('.')
+		b.WriteString(strconv.FormatUint(uint64(c), 10))
+	}
+	return b.String()
+}
+
+// LoadTopics reads every assignment (a watch delivers the current values,
+// then nil).
+func (s kvTopics) LoadTopics(fn func(path string, id dewey.ID) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w, err := s.kv.Watch(ctx, "i.>", jetstream.IgnoreDeletes())
+	if err != nil {
+		return fmt.Errorf("cluster: topic registry: %w", err)
+	}
+	defer w.Stop()
+	for {
+		select {
+		case e := <-w.Updates():
+			if e == nil {
+				return nil
+			}
+			id, err := dewey.Parse(strings.TrimPrefix(e.Key(), "i."))
+			if err != nil {
+				return fmt.Errorf("cluster: topic registry key %q: %w", e.Key(), err)
+			}
+			if err := fn(string(e.Value()), id); err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: topic registry: %w", ctx.Err())
+		}
+	}
+}
+
+// SaveTopic creates id's key; one that exists is fine if it holds path.
+func (s kvTopics) SaveTopic(path string, id dewey.ID) error {
+	ctx, cancel := context.WithTimeout(context.Background(), topicTimeout)
+	defer cancel()
+	_, err := s.kv.Create(ctx, topicKey(id), []byte(path))
+	if !errors.Is(err, jetstream.ErrKeyExists) {
+		return err
+	}
+	have, ok, err := s.LookupTopic(id)
+	switch {
+	case err != nil:
+		return err
+	case !ok || have != path:
+		return dewey.ErrTopicTaken
+	}
+	return nil
+}
+
+// LookupTopic reads id's path (a direct get, which any replica serves).
+func (s kvTopics) LookupTopic(id dewey.ID) (string, bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), topicTimeout)
+	defer cancel()
+	e, err := s.kv.Get(ctx, topicKey(id))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return string(e.Value()), true, nil
+}
+
+// OpenTopics opens the cluster's topic registry, creating its bucket
+// (replicas copies) if needed, and loads what every node assigned so far.
+func OpenTopics(ctx context.Context, nc *nats.Conn, replicas, maxDepth int) (*dewey.Topics, error) {
+	if replicas == 0 {
+		replicas = 3
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: topicBucket,
+		Description: "Cellcast: topic path of each topic id", Replicas: replicas, Storage: jetstream.FileStorage})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: topic bucket: %w", err)
+	}
+	return dewey.NewSharedTopics(kvTopics{kv}, maxDepth)
+}
