@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -23,7 +24,10 @@ const topicBucket = "cellcast_topics"
 const topicTimeout = 5 * time.Second
 
 // kvTopics is a dewey.SharedTopicStore in a JetStream KV bucket.
-type kvTopics struct{ kv jetstream.KeyValue }
+type kvTopics struct {
+	kv jetstream.KeyValue
+	nc *nats.Conn
+}
 
 func topicKey(id dewey.ID) string {
 	var b strings.Builder
@@ -82,18 +86,51 @@ func (s kvTopics) SaveTopic(path string, id dewey.ID) error {
 	return nil
 }
 
-// LookupTopic reads id's path (a direct get, which any replica serves).
+// LookupTopic reads id's path. A direct get, which any replica serves, is
+// right when it finds the key (keys are only ever created); a replica
+// behind the leader may not have it yet, so "not found" asks the stream's
+// leader, which acknowledged every create that returned.
 func (s kvTopics) LookupTopic(id dewey.ID) (string, bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), topicTimeout)
 	defer cancel()
 	e, err := s.kv.Get(ctx, topicKey(id))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return "", false, nil
+	if err == nil {
+		return string(e.Value()), true, nil
 	}
+	if !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return "", false, err
+	}
+	return s.leaderLookup(ctx, id)
+}
+
+// leaderLookup reads id's path from the stream's leader (the JetStream
+// API's message get, not the direct get any replica answers).
+func (s kvTopics) leaderLookup(ctx context.Context, id dewey.ID) (string, bool, error) {
+	req, _ := json.Marshal(map[string]string{"last_by_subj": "$KV." + topicBucket + "." + topicKey(id)})
+	m, err := s.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.KV_"+topicBucket, req)
 	if err != nil {
 		return "", false, err
 	}
-	return string(e.Value()), true, nil
+	var rep struct {
+		Message *struct {
+			Data []byte `json:"data"`
+		} `json:"message"`
+		Error *struct {
+			Code        int    `json:"code"`
+			Description string `json:"description"`
+		} `json:"error"`
+	}
+	switch err := json.Unmarshal(m.Data, &rep); {
+	case err != nil:
+		return "", false, fmt.Errorf("cluster: topic registry: %w", err)
+	case rep.Error != nil && rep.Error.Code == 404:
+		return "", false, nil
+	case rep.Error != nil:
+		return "", false, fmt.Errorf("cluster: topic registry: %s", rep.Error.Description)
+	case rep.Message == nil:
+		return "", false, errors.New("cluster: topic registry: an empty answer")
+	}
+	return string(rep.Message.Data), true, nil
 }
 
 // OpenTopics opens the cluster's topic registry, creating its bucket
@@ -111,5 +148,5 @@ func OpenTopics(ctx context.Context, nc *nats.Conn, replicas, maxDepth int) (*de
 	if err != nil {
 		return nil, fmt.Errorf("cluster: topic bucket: %w", err)
 	}
-	return dewey.NewSharedTopics(kvTopics{kv}, maxDepth)
+	return dewey.NewSharedTopics(kvTopics{kv, nc}, maxDepth)
 }

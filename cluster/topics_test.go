@@ -1,0 +1,83 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/seed84792017/cellcast/dewey"
+)
+
+// TestTopicRegistry: the registry on a three-server JetStream cluster. A
+// create decides an id; saving it again for the same path is fine, for
+// another path it is taken; the leader read and the direct get agree, and
+// a second registry loads what the first assigned.
+func TestTopicRegistry(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three clustered nats-servers")
+	}
+	servers := natsCluster(t, 3)
+	nc, err := nats.Connect(servers[1].ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	var topics *dewey.Topics
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		topics, err = OpenTopics(ctx, nc, 3, 8)
+		cancel()
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := topics.Resolve("sports/soccer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := kvTopics{nc: nc}
+	if store.kv, err = js.KeyValue(ctx, topicBucket); err != nil {
+		t.Fatal(err)
+	}
+	for _, look := range []func(dewey.ID) (string, bool, error){
+		store.LookupTopic,
+		func(id dewey.ID) (string, bool, error) { return store.leaderLookup(ctx, id) },
+	} {
+		if p, ok, err := look(id); err != nil || !ok || p != "sports/soccer" {
+			t.Fatalf("lookup of %v: %q %v %v", id, p, ok, err)
+		}
+		if p, ok, err := look(dewey.ID{7, 7, 7}); err != nil || ok {
+			t.Fatalf("lookup of an id nobody assigned: %q %v %v", p, ok, err)
+		}
+	}
+	if err := store.SaveTopic("sports/soccer", id); err != nil {
+		t.Fatalf("saving an assignment again: %v", err)
+	}
+	if err := store.SaveTopic("sports/tennis", id); !errors.Is(err, dewey.ErrTopicTaken) {
+		t.Fatalf("saving another path at a taken id: %v", err)
+	}
+	ctx5, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	again, err := OpenTopics(ctx5, nc, 3, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := again.Lookup("sports/soccer"); !ok || !got.Equal(id) {
+		t.Fatalf("a second registry loaded %v %v, want %v", got, ok, id)
+	}
+	if again.Len() != 2 {
+		t.Fatalf("a second registry knows %d topics, want 2 (sports and sports/soccer)", again.Len())
+	}
+}
