@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seed84792017/cellcast/bench/procs"
 	"github.com/seed84792017/cellcast/internal/procstat"
 )
 
@@ -23,34 +23,20 @@ type brokerProc struct {
 	dir  string
 }
 
-func freePort() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
 func startBroker() (*brokerProc, error) {
 	dir, err := os.MkdirTemp("", "brokerbench-")
 	if err != nil {
 		return nil, err
 	}
-	bin := *brokerBin
-	if bin == "" {
-		bin = filepath.Join(dir, "broker")
-		build := exec.Command("go", "build", "-o", bin, "./cmd/broker")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			return nil, fmt.Errorf("building the broker (run from the repository root): %w", err)
-		}
-	}
-	httpAddr, err := freePort()
+	bin, err := procs.Broker(*brokerBin, dir)
 	if err != nil {
 		return nil, err
 	}
-	natsAddr, err := freePort()
+	httpAddr, err := procs.FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	natsAddr, err := procs.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -68,20 +54,11 @@ func startBroker() (*brokerProc, error) {
 		return nil, err
 	}
 	b := &brokerProc{cmd: cmd, addr: httpAddr, dir: dir}
-	for i := 0; ; i++ {
-		resp, err := http.Get("http://" + httpAddr + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return b, nil
-			}
-		}
-		if i > 300 {
-			b.stop()
-			return nil, fmt.Errorf("broker not ready; see %s", logf.Name())
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := procs.WaitReady(httpAddr); err != nil {
+		b.stop()
+		return nil, fmt.Errorf("%w; see %s", err, logf.Name())
 	}
+	return b, nil
 }
 
 func (b *brokerProc) rss() (now, peak float64) {
@@ -89,8 +66,7 @@ func (b *brokerProc) rss() (now, peak float64) {
 }
 
 func (b *brokerProc) stop() {
-	b.cmd.Process.Signal(os.Interrupt)
-	b.cmd.Wait()
+	procs.Stop(b.cmd)
 	if !*keep {
 		os.RemoveAll(b.dir)
 	} else {
