@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -85,15 +86,21 @@ func (c *Client) Connected() bool {
 
 // ForceReconnect drops the connection abruptly, as a network failure
 // would; the client reconnects and resumes as after any drop. Requests in
-// flight fail with ErrConnectionLost.
+// flight fail with ErrConnectionLost. The loss is taken at once, not when
+// the reader notices it: a request made after ForceReconnect returns waits
+// for the new connection rather than going out on the dead one.
 func (c *Client) ForceReconnect() {
 	c.mu.Lock()
 	tr := c.cur
 	c.mu.Unlock()
 	if tr != nil {
 		tr.abort()
+		c.lost(tr, errForced)
 	}
 }
+
+// errForced is the loss ForceReconnect reports to OnDisconnect.
+var errForced = errors.New("cellcast: reconnect forced")
 
 // Close ends the connection and every subscription (with ErrClosed).
 func (c *Client) Close() error {
