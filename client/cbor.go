@@ -92,7 +92,7 @@ func decodeFrameCBOR(data []byte) (*cborFrame, error) {
 	}
 	f.pubs = make([]Publication, len(list))
 	for i, b := range list {
-		if err := decodePublicationCBOR(b, &f.pubs[i]); err != nil {
+		if err := decodePublicationCBOR(b, &f.pubs[i], nil); err != nil {
 			f.pubs = nil
 			return f, err
 		}
@@ -101,8 +101,8 @@ func decodeFrameCBOR(data []byte) (*cborFrame, error) {
 }
 
 // decodePublicationCBOR decodes a publication map.
-func decodePublicationCBOR(b []byte, p *Publication) error {
-	r := cborReader{b: b}
+func decodePublicationCBOR(b []byte, p *Publication, stamps *stampCache) error {
+	r := cborReader{b: b, stamps: stamps}
 	if r.publication(p) && r.i == len(b) {
 		return nil
 	}
@@ -119,8 +119,9 @@ func decodePublicationCBORSlow(b []byte, p *Publication) error {
 
 // cborReader reads the definite-length CBOR the broker writes.
 type cborReader struct {
-	b []byte
-	i int
+	b      []byte
+	i      int
+	stamps *stampCache // nil: none
 }
 
 // head reads an item's head: its major type and argument. Indefinite
@@ -158,18 +159,25 @@ func (r *cborReader) head() (major byte, n uint64, ok bool) {
 
 // text reads a text string and returns where it lies in b.
 func (r *cborReader) text() (int, int, bool) {
+	i, j, ok := r.rawText()
+	return i, j, ok && utf8.Valid(r.b[i:j])
+}
+
+// rawText is text without the check of its UTF-8, for a key compared
+// with the names it may have: one of those is valid.
+func (r *cborReader) rawText() (int, int, bool) {
 	major, n, ok := r.head()
 	if !ok || major != 3 || n > uint64(len(r.b)-r.i) {
 		return 0, 0, false
 	}
 	i, j := r.i, r.i+int(n)
 	r.i = j
-	return i, j, utf8.Valid(r.b[i:j])
+	return i, j, true
 }
 
 // key reads a text string equal to k.
 func (r *cborReader) key(k string) bool {
-	i, j, ok := r.text()
+	i, j, ok := r.rawText()
 	return ok && string(r.b[i:j]) == k
 }
 
@@ -235,7 +243,7 @@ func (r *cborReader) publication(p *Publication) bool {
 	seen := 0
 	var lat, lng, radius float64
 	for range n {
-		i, j, ok := r.text()
+		i, j, ok := r.rawText() // a key: the switch below names them all
 		if !ok {
 			return false
 		}
@@ -262,9 +270,9 @@ func (r *cborReader) publication(p *Publication) bool {
 			if r.b[i] == 'e' {
 				bit, t = fExpires, &p.ExpiresAt
 			}
-			var s string
-			if s, ok = str(); ok {
-				*t, ok = parseTimeString(s)
+			// Unchecked UTF-8: a stamp the parser takes is ASCII.
+			if i, j, ok = r.rawText(); ok {
+				*t, ok = r.stamps.parse(string(r.b[i:j]))
 			}
 		case "attrs":
 			bit = fAttrs

@@ -27,6 +27,16 @@ type Client struct {
 	nextID  uint64
 	pending map[string]*call
 	subs    map[string]*Subscription
+	// subsGen counts the subscriptions dropped from subs (under mu), so
+	// the reader knows when its last lookup may be stale.
+	subsGen atomic.Uint64
+
+	// Only the reader uses rd, and one reader runs at a time.
+	rd struct {
+		sub    *Subscription // the last one a notification went to
+		subGen uint64        // subsGen when sub was looked up
+		stamps stampCache
+	}
 
 	done    chan struct{} // closed by Close
 	readers sync.WaitGroup
@@ -386,9 +396,13 @@ func (c *Client) notify(tr transport, data []byte) {
 
 // route delivers a split notification, its publication in CBOR or JSON.
 func (c *Client) route(tr transport, sid []byte, seq, prev int64, pub []byte, isCBOR bool) {
-	c.mu.Lock()
-	s := c.subs[string(sid)]
-	c.mu.Unlock()
+	s := c.rd.sub
+	if gen := c.subsGen.Load(); s == nil || s.Sid != string(sid) || gen != c.rd.subGen {
+		c.mu.Lock()
+		s = c.subs[string(sid)]
+		c.mu.Unlock()
+		c.rd.sub, c.rd.subGen = s, gen
+	}
 	if s == nil {
 		c.stats.orphans.Add(1)
 		return
@@ -408,9 +422,9 @@ func (c *Client) route(tr transport, sid []byte, seq, prev int64, pub []byte, is
 	// No function value for the decoder: n would escape to the heap.
 	var err error
 	if isCBOR {
-		err = decodePublicationCBOR(pub, &n.Publication)
+		err = decodePublicationCBOR(pub, &n.Publication, &c.rd.stamps)
 	} else {
-		err = decodePublication(pub, &n.Publication)
+		err = decodePublication(pub, &n.Publication, &c.rd.stamps)
 	}
 	if err != nil {
 		c.opts.Log.Error("cellcast client: unreadable publication", "sid", s.Sid, "seq", seq, "err", err)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -75,17 +76,24 @@ func splitNotification(b []byte) (sid []byte, seq, prev int64, pub []byte, err e
 
 // number reads the digits at the start of b.
 func number(b []byte) (int64, []byte, bool) {
-	j := 0
-	for j < len(b) && j < 19 && b[j] >= '0' && b[j] <= '9' {
+	j, n := 0, int64(0)
+	for j < len(b) && j < 18 && b[j] >= '0' && b[j] <= '9' {
+		n = n*10 + int64(b[j]-'0')
 		j++
 	}
-	n, err := strconv.ParseInt(string(b[:j]), 10, 64)
-	return n, b[j:], err == nil
+	if j == 18 && len(b) > j && b[j] >= '0' && b[j] <= '9' { // 19 digits may overflow
+		j++
+		var err error
+		if n, err = strconv.ParseInt(string(b[:j]), 10, 64); err != nil {
+			return 0, b, false
+		}
+	}
+	return n, b[j:], j > 0
 }
 
-// decodePublication decodes a publication object.
-func decodePublication(b []byte, p *Publication) error {
-	if decodePublicationFast(b, p) {
+// decodePublication decodes a publication object; stamps may be nil.
+func decodePublication(b []byte, p *Publication, stamps *stampCache) error {
+	if decodePublicationFast(b, p, stamps) {
 		return nil
 	}
 	return decodePublicationSlow(b, p)
@@ -94,10 +102,48 @@ func decodePublication(b []byte, p *Publication) error {
 // decodePublicationFast reads a flat object of string fields and a flat
 // attrs object of strings, with no whitespace and no escapes; false means
 // "not that shape", not "invalid".
-func decodePublicationFast(b []byte, p *Publication) bool {
-	s := scanner{b: b}
+func decodePublicationFast(b []byte, p *Publication, stamps *stampCache) bool {
+	s := scanner{b: b, stamps: stamps}
 	var whole string
 	return s.publication(p, &whole) && s.end()
+}
+
+// pubKeys are the publication's fields with their quotes and colon, in
+// the order the broker renders them: each key is first tried against the
+// one after the last, so a key costs one comparison.
+var pubKeys = [...]string{
+	keyPid: `"pid":`, keyUid: `"uid":`, keyCell: `"cell":`, keyTopic: `"topic":`,
+	keyTp: `"tp":`, keyExpires: `"expires_at":`, keyDesc: `"desc":`, keyAttrs: `"attrs":`,
+}
+
+const (
+	keyPid = iota
+	keyUid
+	keyCell
+	keyTopic
+	keyTp
+	keyExpires
+	keyDesc
+	keyAttrs
+)
+
+// key reads one of pubKeys at the scanner, trying *next first, and
+// leaves *next at the one after it; false for any other key (escaped
+// ones included: the slow path reads those).
+func (s *scanner) key(next *int) (int, bool) {
+	rest := s.b[s.i:]
+	for k, tries := *next, 0; tries < len(pubKeys); tries++ {
+		if k == len(pubKeys) {
+			k = 0
+		}
+		if len(rest) >= len(pubKeys[k]) && string(rest[:len(pubKeys[k])]) == pubKeys[k] {
+			s.i += len(pubKeys[k])
+			*next = k + 1
+			return k, true
+		}
+		k++
+	}
+	return 0, false
 }
 
 // publication reads one publication object at the scanner (see
@@ -122,45 +168,53 @@ func (s *scanner) publication(p *Publication, whole *string) bool {
 	if s.take('}') {
 		return true
 	}
-	for {
-		i, j, ok := s.str()
-		if !ok || !s.take(':') {
+	var seen uint
+	for next := 0; ; {
+		k, ok := s.key(&next)
+		if !ok || seen&(1<<k) != 0 { // encoding/json would keep the last, or merge attrs
 			return false
 		}
-		key := s.b[i:j]
-		if string(key) == "attrs" {
-			if p.Attrs != nil { // encoding/json would merge the two
-				return false
-			}
+		seen |= 1 << k
+		switch k {
+		case keyAttrs:
 			if p.Attrs, ok = s.strMap(str); !ok {
 				return false
 			}
-		} else {
+		case keyTp, keyExpires:
+			// Read to the next quote unchecked: a stamp the parser
+			// takes is digits and punctuation, with no escape in it.
+			j := -1
+			if s.take('"') {
+				j = bytes.IndexByte(s.b[s.i:], '"')
+			}
+			if j < 0 {
+				return false
+			}
+			t, ok := s.stamps.parse(string(s.b[s.i : s.i+j]))
+			if !ok {
+				return false
+			}
+			if s.i += j + 1; k == keyTp {
+				p.Tp = t
+			} else {
+				p.ExpiresAt = t
+			}
+		default:
 			v, ok := str()
 			if !ok {
 				return false
 			}
-			switch string(key) {
-			case "pid":
+			switch k {
+			case keyPid:
 				p.Pid = v
-			case "uid":
+			case keyUid:
 				p.Uid = v
-			case "cell":
+			case keyCell:
 				p.Cell = v
-			case "topic":
+			case keyTopic:
 				p.Topic = v
-			case "desc":
+			case keyDesc:
 				p.Desc = v
-			case "tp":
-				if p.Tp, ok = parseTimeString(v); !ok {
-					return false
-				}
-			case "expires_at":
-				if p.ExpiresAt, ok = parseTimeString(v); !ok {
-					return false
-				}
-			default:
-				return false
 			}
 		}
 		if s.take('}') {
@@ -197,8 +251,9 @@ func (s *scanner) publications() ([]Publication, bool) {
 }
 
 type scanner struct {
-	b []byte
-	i int
+	b      []byte
+	i      int
+	stamps *stampCache // nil: none
 }
 
 func (s *scanner) take(c byte) bool {
@@ -277,43 +332,100 @@ func (s *scanner) strMap(str func() (string, bool)) (map[string]string, bool) {
 // nine fractional digits ("2026-11-21T10:32:12.1Z"), without time.Parse's
 // generality; other forms take time.Parse.
 func parseTimeString(b string) (time.Time, bool) {
-	num := func(i, n int) (int, bool) {
-		v := 0
-		for k := i; k < i+n; k++ {
-			c := b[k]
-			if c < '0' || c > '9' {
-				return 0, false
-			}
-			v = v*10 + int(c-'0')
-		}
-		return v, true
-	}
-	if len(b) >= 20 && b[4] == '-' && b[7] == '-' && b[10] == 'T' && b[13] == ':' && b[16] == ':' && b[len(b)-1] == 'Z' {
-		y, ok1 := num(0, 4)
-		mo, ok2 := num(5, 2)
-		d, ok3 := num(8, 2)
-		h, ok4 := num(11, 2)
-		mi, ok5 := num(14, 2)
-		sec, ok6 := num(17, 2)
-		frac := b[19 : len(b)-1]
-		ns, ok7 := 0, true
-		switch {
-		case len(frac) == 0:
-		case frac[0] == '.' && len(frac) >= 2 && len(frac) <= 10:
-			ns, ok7 = num(20, len(frac)-1)
-			for range 10 - len(frac) {
-				ns *= 10
-			}
-		default:
-			ok7 = false
-		}
-		if ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 && mo >= 1 && mo <= 12 && d >= 1 && d <= daysIn(y, mo) && h < 24 && mi < 60 && sec < 60 {
-			unix := daysSinceEpoch(y, mo, d)*86400 + int64(h*3600+mi*60+sec)
-			return time.Unix(unix, int64(ns)).UTC(), true
+	if minute, ok := stampMinute(b); ok {
+		if sec, ns, ok := stampSeconds(b); ok {
+			return time.Unix(minute+sec, ns).UTC(), true
 		}
 	}
 	t, err := time.Parse(time.RFC3339Nano, b)
 	return t, err == nil
+}
+
+// stampMinute is the Unix time of the minute a stamp's first 17 bytes
+// ("2026-11-21T10:32:") name.
+func stampMinute(b string) (int64, bool) {
+	if len(b) < 20 || b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' {
+		return 0, false
+	}
+	y, ok1 := digits(b, 0, 4)
+	mo, ok2 := digits(b, 5, 2)
+	d, ok3 := digits(b, 8, 2)
+	h, ok4 := digits(b, 11, 2)
+	mi, ok5 := digits(b, 14, 2)
+	if !(ok1 && ok2 && ok3 && ok4 && ok5) || mo < 1 || mo > 12 || d < 1 || d > daysIn(y, mo) || h >= 24 || mi >= 60 {
+		return 0, false
+	}
+	return daysSinceEpoch(y, mo, d)*86400 + int64(h*3600+mi*60), true
+}
+
+// stampSeconds reads what follows a stamp's minute: "SS", up to nine
+// fractional digits, and the Z.
+func stampSeconds(b string) (sec int64, ns int64, ok bool) {
+	if len(b) < 20 || b[len(b)-1] != 'Z' {
+		return 0, 0, false
+	}
+	s, ok := digits(b, 17, 2)
+	if !ok || s >= 60 {
+		return 0, 0, false
+	}
+	switch frac := b[19 : len(b)-1]; {
+	case len(frac) == 0:
+	case frac[0] == '.' && len(frac) >= 2 && len(frac) <= 10:
+		n, ok := digits(b, 20, len(frac)-1)
+		if !ok {
+			return 0, 0, false
+		}
+		for range 10 - len(frac) {
+			n *= 10
+		}
+		ns = int64(n)
+	default:
+		return 0, 0, false
+	}
+	return int64(s), ns, true
+}
+
+// digits reads the n decimal digits of b at i.
+func digits(b string, i, n int) (int, bool) {
+	v := 0
+	for _, c := range []byte(b[i : i+n]) {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int(c-'0')
+	}
+	return v, true
+}
+
+// stampCache remembers the minutes of recent stamps: the notifications of
+// a burst carry stamps from a few minutes, and reading a stamp's date and
+// clock again costs more than the rest of its publication. Slots go by
+// the minute's last digit, so a publication's tp and an expiry a minute
+// later do not push each other out. Only the client's reader uses it.
+type stampCache [10]struct {
+	prefix string // a stamp's first 17 bytes
+	minute int64
+}
+
+// parse is parseTimeString, with the minute taken from the cache when
+// it holds the stamp's. A nil cache parses every stamp whole.
+func (c *stampCache) parse(b string) (time.Time, bool) {
+	if c == nil || len(b) < 20 || b[15] < '0' || b[15] > '9' {
+		return parseTimeString(b)
+	}
+	e := &c[b[15]-'0']
+	if e.prefix != b[:17] {
+		minute, ok := stampMinute(b)
+		if !ok {
+			return parseTimeString(b)
+		}
+		e.prefix, e.minute = strings.Clone(b[:17]), minute
+	}
+	sec, ns, ok := stampSeconds(b)
+	if !ok {
+		return parseTimeString(b)
+	}
+	return time.Unix(e.minute+sec, ns).UTC(), true
 }
 
 // daysIn is the length of month m of year y.

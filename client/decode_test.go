@@ -3,7 +3,9 @@ package client
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -23,6 +25,74 @@ func TestParseTime(t *testing.T) {
 	}
 }
 
+// TestStampCache: stamps read through the cache, in an order that
+// revisits minutes, reuses their slots and brings near misses (another
+// day, hour or year with the same minute digit), equal time.Parse's.
+func TestStampCache(t *testing.T) {
+	var c stampCache
+	rng := rand.New(rand.NewPCG(1, 2))
+	base := time.Date(2026, 11, 21, 10, 32, 0, 0, time.UTC)
+	layouts := []string{"2006-01-02T15:04:05Z", "2006-01-02T15:04:05.000Z", "2006-01-02T15:04:05.999999999Z", "2006-01-02T15:04:05.1Z"}
+	for i := range 20000 {
+		at := base.Add(time.Duration(rng.IntN(600)) * time.Second).Add(time.Duration(rng.IntN(1e9)))
+		switch i % 7 {
+		case 0:
+			at = at.AddDate(0, 0, rng.IntN(3)) // another day, same clock
+		case 1:
+			at = at.Add(time.Duration(rng.IntN(3)) * time.Hour)
+		case 2:
+			at = at.AddDate(rng.IntN(3), 0, 0)
+		}
+		s := at.Format(layouts[rng.IntN(len(layouts))])
+		want, err := time.Parse(time.RFC3339Nano, s)
+		got, ok := c.parse(s)
+		if err != nil || !ok || !got.Equal(want) || got.Location() != want.Location() {
+			t.Fatalf("%s: got %v %v, time.Parse %v %v", s, got, ok, want, err)
+		}
+	}
+	// A cached minute with a bad tail, and forms the cache never takes.
+	for _, s := range []string{"2026-11-21T10:32:60Z", "2026-11-21T10:32:1xZ", "2026-11-21T10:32:12.Z", "2026-11-21T10:32:12+02:00", "2026-11-21T10:3x:12Z", "short"} {
+		want, err := time.Parse(time.RFC3339Nano, s)
+		got, ok := c.parse(s)
+		if ok != (err == nil) || ok && !got.Equal(want) {
+			t.Errorf("%q: got %v %v, time.Parse %v %v", s, got, ok, want, err)
+		}
+	}
+}
+
+// FuzzStampCache: two stamps, read through one cache in turns, are read
+// as time.Parse reads them.
+func FuzzStampCache(f *testing.F) {
+	f.Add("2026-11-21T10:32:12.1Z", "2026-11-21T10:32:13Z")
+	f.Add("2026-11-21T10:32:12.1Z", "2026-11-22T10:32:13Z")
+	f.Add("2026-11-21T10:32:12Z", "2026-11-21T10:32:12+01:00")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		var c stampCache
+		for _, s := range []string{a, b, a, b} {
+			got, ok := c.parse(s)
+			want, err := time.Parse(time.RFC3339Nano, s)
+			if ok != (err == nil) || ok && !reflect.DeepEqual(got, want) {
+				t.Fatalf("%q: got %v %v, time.Parse %v %v", s, got, ok, want, err)
+			}
+		}
+	})
+}
+
+// TestNumber: the seq reader against strconv, at the edges of int64.
+func TestNumber(t *testing.T) {
+	for _, s := range []string{"0", "7,", "123456789012345678", "1234567890123456789", "9223372036854775807}", "9223372036854775808", "99999999999999999999", "", "x", "-1"} {
+		got, rest, ok := number([]byte(s))
+		j := 0
+		for j < len(s) && j < 19 && s[j] >= '0' && s[j] <= '9' {
+			j++
+		}
+		want, err := strconv.ParseInt(s[:j], 10, 64)
+		if ok != (err == nil) || ok && (got != want || string(rest) != s[j:]) {
+			t.Errorf("%q: got %d %q %v, strconv %d %v", s, got, rest, ok, want, err)
+		}
+	}
+}
+
 // FuzzTime: the hand-written stamp reader agrees with time.Parse.
 func FuzzTime(f *testing.F) {
 	for _, s := range []string{"2026-11-21T10:32:12.1Z", "2024-02-29T23:59:59.999999999Z", "2023-02-29T00:00:00Z", "0000-01-01T00:00:00Z", "1969-12-31T23:59:59Z", "9999-12-31T23:59:59Z"} {
@@ -37,6 +107,10 @@ func FuzzTime(f *testing.F) {
 	})
 }
 
+// fuzzStamps carries minutes from one input to the next, so cached
+// minutes meet stamps they must not be taken for.
+var fuzzStamps stampCache
+
 // FuzzPublication: whatever the fast decoder accepts, encoding/json
 // reads the same.
 func FuzzPublication(f *testing.F) {
@@ -45,7 +119,7 @@ func FuzzPublication(f *testing.F) {
 	f.Add([]byte(`{}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var fast, slow Publication
-		if !decodePublicationFast(b, &fast) {
+		if !decodePublicationFast(b, &fast, &fuzzStamps) {
 			return
 		}
 		if err := decodePublicationSlow(b, &slow); err != nil {
@@ -79,11 +153,12 @@ func FuzzNotification(f *testing.F) {
 // frame, split and decoded into a Notification.
 func BenchmarkDecodeNotification(b *testing.B) {
 	frame := []byte(`{"op":"notification","sid":"dn0tjgthw7yv-1.4.2","seq":123456789,"publication":{"pid":"dn0tjh1k2x3q-1.4.2.1.3","uid":"reporter","cell":"1.4.2.1.3","tp":"2026-11-21T10:32:12.123456789Z","expires_at":"2026-11-21T10:33:12.123456789Z","desc":"road closed at the corner","attrs":{"category":"traffic","severity":"2"}}}`)
+	var stamps stampCache // as the client's reader has
 	b.ReportAllocs()
 	for b.Loop() {
 		_, seq, _, pub, err := splitNotification(frame)
 		var n Notification
-		if err != nil || decodePublication(pub, &n.Publication) != nil || seq == 0 {
+		if err != nil || decodePublication(pub, &n.Publication, &stamps) != nil || seq == 0 {
 			b.Fatal("bad frame")
 		}
 	}

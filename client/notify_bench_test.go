@@ -29,3 +29,35 @@ func BenchmarkNotify(b *testing.B) {
 		i++
 	}
 }
+
+// TestRouteForgetsEndedSubscription: the reader's memory of the last
+// subscription it routed to does not outlive the subscription, and two
+// subscriptions in turn each get their own notifications.
+func TestRouteForgetsEndedSubscription(t *testing.T) {
+	opts := Options{}
+	opts.withDefaults()
+	c := newClient("", opts)
+	got := map[string][]int64{}
+	sub := func(sid string) *Subscription {
+		s := newSubscription(c, &SubscribeRequest{Inline: true, Handler: func(n Notification) { got[n.Sid] = append(got[n.Sid], n.Seq) }}, "u")
+		s.Sid, s.ExpiresAt = sid, time.Now().Add(time.Hour)
+		c.subs[sid] = s
+		return s
+	}
+	a, _ := sub("s-a"), sub("s-b")
+	note := func(sid string, seq int) {
+		c.frame(nil, fmt.Appendf(nil, `{"op":"notification","sid":"%s","seq":%d,"publication":{"pid":"p%d","tp":"2026-11-21T10:32:12Z"}}`, sid, seq, seq))
+	}
+	note("s-a", 1)
+	note("s-b", 1)
+	note("s-a", 2)
+	c.end(a, ErrCancelled)
+	note("s-a", 3)
+	note("s-b", 2)
+	if want := map[string][]int64{"s-a": {1, 2}, "s-b": {1, 2}}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("delivered %v, want %v", got, want)
+	}
+	if o := c.stats.orphans.Load(); o != 1 {
+		t.Fatalf("%d orphans, want the one after the end", o)
+	}
+}

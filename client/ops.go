@@ -34,6 +34,9 @@ func (c *Client) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscripti
 		// reply (its first notifications) are read.
 		if s.Live {
 			c.mu.Lock()
+			if c.subs[s.Sid] != nil {
+				c.subsGen.Add(1) // a stale one replaced
+			}
 			c.subs[s.Sid] = s
 			s.held = true
 			c.mu.Unlock()

@@ -185,6 +185,7 @@ func (c *Client) end(s *Subscription, why error) {
 	c.mu.Lock()
 	if c.subs[s.Sid] == s {
 		delete(c.subs, s.Sid)
+		c.subsGen.Add(1)
 		if why == ErrLost {
 			c.stats.lost.Add(1)
 		}

@@ -153,7 +153,7 @@ func publications(raw []json.RawMessage) ([]Publication, error) {
 	}
 	out := make([]Publication, len(raw))
 	for i, b := range raw {
-		if err := decodePublication(b, &out[i]); err != nil {
+		if err := decodePublication(b, &out[i], nil); err != nil {
 			return nil, err
 		}
 	}
