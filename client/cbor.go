@@ -272,7 +272,7 @@ func (r *cborReader) publication(p *Publication) bool {
 			}
 			// Unchecked UTF-8: a stamp the parser takes is ASCII.
 			if i, j, ok = r.rawText(); ok {
-				*t, ok = r.stamps.parse(string(r.b[i:j]))
+				*t, ok = r.stamps.parse(r.b[i:j])
 			}
 		case "attrs":
 			bit = fAttrs

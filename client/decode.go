@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -190,7 +189,7 @@ func (s *scanner) publication(p *Publication, whole *string) bool {
 			if j < 0 {
 				return false
 			}
-			t, ok := s.stamps.parse(string(s.b[s.i : s.i+j]))
+			t, ok := s.stamps.parse(s.b[s.i : s.i+j])
 			if !ok {
 				return false
 			}
@@ -343,7 +342,7 @@ func parseTimeString(b string) (time.Time, bool) {
 
 // stampMinute is the Unix time of the minute a stamp's first 17 bytes
 // ("2026-11-21T10:32:") name.
-func stampMinute(b string) (int64, bool) {
+func stampMinute[T ~string | ~[]byte](b T) (int64, bool) {
 	if len(b) < 20 || b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' {
 		return 0, false
 	}
@@ -360,7 +359,7 @@ func stampMinute(b string) (int64, bool) {
 
 // stampSeconds reads what follows a stamp's minute: "SS", up to nine
 // fractional digits, and the Z.
-func stampSeconds(b string) (sec int64, ns int64, ok bool) {
+func stampSeconds[T ~string | ~[]byte](b T) (sec int64, ns int64, ok bool) {
 	if len(b) < 20 || b[len(b)-1] != 'Z' {
 		return 0, 0, false
 	}
@@ -386,9 +385,10 @@ func stampSeconds(b string) (sec int64, ns int64, ok bool) {
 }
 
 // digits reads the n decimal digits of b at i.
-func digits(b string, i, n int) (int, bool) {
+func digits[T ~string | ~[]byte](b T, i, n int) (int, bool) {
 	v := 0
-	for _, c := range []byte(b[i : i+n]) {
+	for k := i; k < i+n; k++ {
+		c := b[k]
 		if c < '0' || c > '9' {
 			return 0, false
 		}
@@ -409,21 +409,21 @@ type stampCache [10]struct {
 
 // parse is parseTimeString, with the minute taken from the cache when
 // it holds the stamp's. A nil cache parses every stamp whole.
-func (c *stampCache) parse(b string) (time.Time, bool) {
+func (c *stampCache) parse(b []byte) (time.Time, bool) {
 	if c == nil || len(b) < 20 || b[15] < '0' || b[15] > '9' {
-		return parseTimeString(b)
+		return parseTimeString(string(b))
 	}
 	e := &c[b[15]-'0']
-	if e.prefix != b[:17] {
+	if e.prefix != string(b[:17]) {
 		minute, ok := stampMinute(b)
 		if !ok {
-			return parseTimeString(b)
+			return parseTimeString(string(b))
 		}
-		e.prefix, e.minute = strings.Clone(b[:17]), minute
+		e.prefix, e.minute = string(b[:17]), minute
 	}
 	sec, ns, ok := stampSeconds(b)
 	if !ok {
-		return parseTimeString(b)
+		return parseTimeString(string(b))
 	}
 	return time.Unix(e.minute+sec, ns).UTC(), true
 }

@@ -45,7 +45,7 @@ func TestStampCache(t *testing.T) {
 		}
 		s := at.Format(layouts[rng.IntN(len(layouts))])
 		want, err := time.Parse(time.RFC3339Nano, s)
-		got, ok := c.parse(s)
+		got, ok := c.parse([]byte(s))
 		if err != nil || !ok || !got.Equal(want) || got.Location() != want.Location() {
 			t.Fatalf("%s: got %v %v, time.Parse %v %v", s, got, ok, want, err)
 		}
@@ -53,7 +53,7 @@ func TestStampCache(t *testing.T) {
 	// A cached minute with a bad tail, and forms the cache never takes.
 	for _, s := range []string{"2026-11-21T10:32:60Z", "2026-11-21T10:32:1xZ", "2026-11-21T10:32:12.Z", "2026-11-21T10:32:12+02:00", "2026-11-21T10:3x:12Z", "short"} {
 		want, err := time.Parse(time.RFC3339Nano, s)
-		got, ok := c.parse(s)
+		got, ok := c.parse([]byte(s))
 		if ok != (err == nil) || ok && !got.Equal(want) {
 			t.Errorf("%q: got %v %v, time.Parse %v %v", s, got, ok, want, err)
 		}
@@ -69,7 +69,7 @@ func FuzzStampCache(f *testing.F) {
 	f.Fuzz(func(t *testing.T, a, b string) {
 		var c stampCache
 		for _, s := range []string{a, b, a, b} {
-			got, ok := c.parse(s)
+			got, ok := c.parse([]byte(s))
 			want, err := time.Parse(time.RFC3339Nano, s)
 			if ok != (err == nil) || ok && !reflect.DeepEqual(got, want) {
 				t.Fatalf("%q: got %v %v, time.Parse %v %v", s, got, ok, want, err)
