@@ -7,7 +7,7 @@ FUZZTIME ?= 200000x
 # Whole requests through the HTTP and NATS paths write to a store: fewer.
 SERVE_FUZZTIME ?= 20000x
 
-.PHONY: test vet tools unit peers browser demo-ui demo-perf race fuzz bench-lsm bench-broker bench-storage bench-pebble bench-index cluster-local
+.PHONY: test vet tools unit peers browser demo-ui demo-perf race fuzz bench-lsm bench-broker bench-storage bench-pebble bench-index cluster-local cluster-local-external
 
 test: vet tools unit peers browser race fuzz
 
@@ -22,6 +22,11 @@ tools:
 cluster-local:
 	$(GO) build -o $(CURDIR)/.bin/broker ./cmd/broker
 	scripts/cluster-local.sh $(CURDIR)/.bin/broker $(CURDIR)/data/cluster
+
+# The same on three nats-server processes of their own (--nats-url).
+cluster-local-external: tools
+	$(GO) build -o $(CURDIR)/.bin/broker ./cmd/broker
+	NATS_SERVER=$(TOOLS)/nats-server scripts/cluster-local.sh $(CURDIR)/.bin/broker $(CURDIR)/data/cluster-external
 
 vet: tools
 	$(GO) vet ./...

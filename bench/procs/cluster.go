@@ -20,17 +20,29 @@ type Node struct {
 func (n *Node) WS() string { return "ws://" + n.HTTP + "/ws" }
 
 // Cluster is a cluster of broker processes on loopback, each embedding a
-// NATS server clustered with the others' (docs/cluster.md).
+// NATS server clustered with the others' (docs/cluster.md), or all on an
+// external NATS cluster.
 type Cluster struct {
-	Bin   string
-	Nodes []*Node
-	Args  []string // more broker flags for every node
-	Log   string   // directory of the nodes' logs
+	Bin     string
+	Nodes   []*Node
+	Args    []string // more broker flags for every node
+	Log     string   // directory of the nodes' logs
+	NATSURL string   // the external NATS cluster's URLs; empty: embedded
 }
 
 // StartCluster starts n brokers under dir and waits until each is ready.
 func StartCluster(bin, dir string, n int, args ...string) (*Cluster, error) {
-	c := &Cluster{Bin: bin, Args: args, Log: dir}
+	return startCluster(&Cluster{Bin: bin, Args: args, Log: dir}, n)
+}
+
+// StartClusterOn starts n brokers under dir on the NATS cluster at
+// natsURL (comma-separated URLs) and waits until each is ready.
+func StartClusterOn(natsURL, bin, dir string, n int, args ...string) (*Cluster, error) {
+	return startCluster(&Cluster{Bin: bin, Args: args, Log: dir, NATSURL: natsURL}, n)
+}
+
+func startCluster(c *Cluster, n int) (*Cluster, error) {
+	dir := c.Log
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -77,8 +89,13 @@ func (c *Cluster) start(i int, routes string) error {
 	if err != nil {
 		return err
 	}
-	args := append([]string{"--cluster-node", nd.ID, "--data", nd.Dir, "--http", nd.HTTP, "--nats-listen", nd.NATS,
-		"--cluster-listen", nd.Route, "--cluster-routes", routes}, c.Args...)
+	args := []string{"--cluster-node", nd.ID, "--data", nd.Dir, "--http", nd.HTTP}
+	if c.NATSURL != "" {
+		args = append(args, "--nats-url", c.NATSURL)
+	} else {
+		args = append(args, "--nats-listen", nd.NATS, "--cluster-listen", nd.Route, "--cluster-routes", routes)
+	}
+	args = append(args, c.Args...)
 	nd.Cmd = exec.Command(c.Bin, args...)
 	nd.Cmd.Stdout, nd.Cmd.Stderr = log, log
 	return nd.Cmd.Start()
@@ -107,6 +124,71 @@ func (c *Cluster) Stop() {
 	for _, nd := range c.Nodes {
 		if nd.Cmd != nil && nd.Cmd.ProcessState == nil && nd.Cmd.Process != nil {
 			Stop(nd.Cmd)
+		}
+	}
+}
+
+// NATSCluster is nats-server processes on loopback, clustered, with
+// JetStream: an external NATS cluster for brokers (docs/cluster.md).
+type NATSCluster struct {
+	Cmds []*exec.Cmd
+	URLs []string
+}
+
+// StartNATSCluster starts n nats-servers of bin (see NATSServer) under
+// dir and waits until each takes connections.
+func StartNATSCluster(bin, dir string, n int) (*NATSCluster, error) {
+	bin, err := NATSServer(bin)
+	if err != nil {
+		return nil, err
+	}
+	c := &NATSCluster{}
+	var client, routes []string
+	for range n {
+		a, err := FreeAddr()
+		if err != nil {
+			return nil, err
+		}
+		r, err := FreeAddr()
+		if err != nil {
+			return nil, err
+		}
+		client, routes = append(client, a), append(routes, "nats://"+r)
+	}
+	for i := range n {
+		host, port, _ := strings.Cut(client[i], ":")
+		sd := filepath.Join(dir, fmt.Sprintf("nats%d", i+1))
+		log, err := os.OpenFile(sd+".log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			c.Stop()
+			return nil, err
+		}
+		cmd := exec.Command(bin, "-n", fmt.Sprintf("nats%d", i+1), "-a", host, "-p", port, "-js", "-sd", sd,
+			"--cluster_name", "cellcast-nats", "--cluster", routes[i], "--routes", strings.Join(routes, ","))
+		cmd.Stdout, cmd.Stderr = log, log
+		if err := cmd.Start(); err != nil {
+			c.Stop()
+			return nil, err
+		}
+		c.Cmds, c.URLs = append(c.Cmds, cmd), append(c.URLs, "nats://"+client[i])
+	}
+	for _, u := range c.URLs {
+		if err := WaitTCP(strings.TrimPrefix(u, "nats://")); err != nil {
+			c.Stop()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// URL is every server's URL, comma-separated, as --nats-url takes them.
+func (c *NATSCluster) URL() string { return strings.Join(c.URLs, ",") }
+
+// Stop interrupts every server.
+func (c *NATSCluster) Stop() {
+	for _, cmd := range c.Cmds {
+		if cmd.ProcessState == nil && cmd.Process != nil {
+			Stop(cmd)
 		}
 	}
 }

@@ -19,7 +19,7 @@ func TestKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.Chdir(wd)
-	if err := run("", 0, false, 4000, 200); err != nil {
+	if err := run("", 0, false, 4000, 200, false, ""); err != nil {
 		t.Fatal(err)
 	}
 }

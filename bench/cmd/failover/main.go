@@ -8,7 +8,11 @@
 // that every acknowledged operation was answered for, and its longest
 // gaps without a reply are the failover as clients saw it.
 //
-//	go run ./bench/cmd/failover [-broker BIN] [-rounds 6] [-load-ops 6000 -load-rate 300]
+// With -external-nats the brokers embed no NATS server: they share a
+// cluster of three nats-server processes (docs/cluster.md), and a kill
+// takes a broker alone, so no raft group loses its leader.
+//
+//	go run ./bench/cmd/failover [-broker BIN] [-rounds 6] [-load-ops 6000 -load-rate 300] [-external-nats [-nats-server BIN]]
 package main
 
 import (
@@ -32,8 +36,10 @@ func main() {
 	keep := flag.Bool("keep", false, "keep the nodes' data and logs")
 	ops := flag.Int("load-ops", 6000, "operations of the load generator's run with a kill (0: no such run)")
 	rate := flag.Float64("load-rate", 300, "operations per second of that run")
+	external := flag.Bool("external-nats", false, "run the brokers on a cluster of three nats-server processes instead of embedded servers")
+	natsBin := flag.String("nats-server", "", "nats-server binary for -external-nats (default: .tools/nats-server or $PATH)")
 	flag.Parse()
-	if err := run(*bin, *rounds, *keep, *ops, *rate); err != nil {
+	if err := run(*bin, *rounds, *keep, *ops, *rate, *external, *natsBin); err != nil {
 		fmt.Fprintln(os.Stderr, "failover:", err)
 		os.Exit(1)
 	}
@@ -50,7 +56,8 @@ func cells() []string {
 	return out
 }
 
-func run(bin string, rounds int, keep bool, loadOps int, loadRate float64) error {
+// run measures; with external, on a cluster of natsBin servers.
+func run(bin string, rounds int, keep bool, loadOps int, loadRate float64, external bool, natsBin string) error {
 	dir, done, err := procs.WorkDir("failover", keep)
 	if err != nil {
 		return err
@@ -59,7 +66,18 @@ func run(bin string, rounds int, keep bool, loadOps int, loadRate float64) error
 	if bin, err = procs.Broker(bin, dir); err != nil {
 		return err
 	}
-	c, err := procs.StartCluster(bin, dir, 3)
+	var c *procs.Cluster
+	if external {
+		nc, err := procs.StartNATSCluster(natsBin, dir, 3)
+		if err != nil {
+			return err
+		}
+		defer nc.Stop()
+		fmt.Printf("external NATS cluster: %s\n", nc.URL())
+		c, err = procs.StartClusterOn(nc.URL(), bin, dir, 3)
+	} else {
+		c, err = procs.StartCluster(bin, dir, 3)
+	}
 	if err != nil {
 		return err
 	}
