@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand"
 	"net"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -232,6 +233,30 @@ func TestClusterOverWebSocket(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Logf("%d acknowledged publications, %d refused while a node stopped", len(pubs), len(unacked))
+	// The live nodes' /metrics name every shard's owner, once.
+	owners := regexp.MustCompile(`(?m)^cellcast_cluster_shard_owned\{shard="([^"]+)"\} 1$`)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		var names []string
+		for _, b := range brokers[:2] {
+			for _, m := range owners.FindAllStringSubmatch(metricsText(t, b), -1) {
+				names = append(names, m[1])
+			}
+		}
+		slices.Sort(names)
+		want := []string{"t"}
+		for a := 1; a <= 4; a++ {
+			for b := 1; b <= 4; b++ {
+				want = append(want, fmt.Sprintf("g%d%d", a, b))
+			}
+		}
+		slices.Sort(want)
+		if slices.Equal(names, want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("shards owned, by /metrics: %v, want each of %v once", names, want)
+		}
+	}
 }
 
 // TestSecondBrokerOnTheSameNATSRefusesToStart: two single brokers on one

@@ -108,5 +108,21 @@ func registerNode(reg prometheus.Registerer, n *cluster.Node) {
 			stat(func(s cluster.Stats) float64 { return float64(s.Batches) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_cluster_log_appends_total", Help: "Batches appended to shard logs (JetStream publishes)."},
 			stat(func(s cluster.Stats) float64 { return float64(s.Appends) })),
+		ownedShards{n, prometheus.NewDesc("cellcast_cluster_shard_owned", "1 for each shard this node serves, by name.", []string{"shard"}, nil)},
 	)
+}
+
+// ownedShards is a series per shard the node serves, so an operator can
+// see where each shard lives.
+type ownedShards struct {
+	n    *cluster.Node
+	desc *prometheus.Desc
+}
+
+func (o ownedShards) Describe(ch chan<- *prometheus.Desc) { ch <- o.desc }
+
+func (o ownedShards) Collect(ch chan<- prometheus.Metric) {
+	for _, s := range o.n.Owned() {
+		ch <- prometheus.MustNewConstMetric(o.desc, prometheus.GaugeValue, 1, s)
+	}
 }

@@ -4,22 +4,34 @@ import (
 	"flag"
 	"os"
 	"testing"
+
+	"github.com/seed84792017/cellcast/bench/procs"
 )
 
 var kill9 = flag.Bool("kill9", false, "run three broker processes and kill -9 them (about a minute)")
 
 // TestKill9 kills one of three real broker processes under load and checks
-// completeness: go test ./bench/cmd/failover -kill9 -v
+// completeness, with embedded NATS servers and on a cluster of
+// nats-server processes: go test ./bench/cmd/failover -kill9 -v
 func TestKill9(t *testing.T) {
 	if !*kill9 {
 		t.Skip("needs -kill9: builds the broker and runs three processes")
 	}
-	wd, _ := os.Getwd()
-	if err := os.Chdir("../../.."); err != nil { // the repository root, to build ./cmd/broker
-		t.Fatal(err)
-	}
-	defer os.Chdir(wd)
-	if err := run("", 0, false, 4000, 200, false, ""); err != nil {
-		t.Fatal(err)
+	for _, external := range []bool{false, true} {
+		t.Run(map[bool]string{false: "embedded", true: "external"}[external], func(t *testing.T) {
+			wd, _ := os.Getwd()
+			if err := os.Chdir("../../.."); err != nil { // the repository root, to build ./cmd/broker
+				t.Fatal(err)
+			}
+			defer os.Chdir(wd)
+			if external {
+				if _, err := procs.NATSServer(""); err != nil {
+					t.Skip(err)
+				}
+			}
+			if err := run("", 0, false, 4000, 200, external, ""); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

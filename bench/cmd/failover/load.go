@@ -13,16 +13,22 @@ import (
 )
 
 // underLoad runs the load generator against every node (its connections
-// spread over them, each falling back on the others) and kills node
-// victim with SIGKILL a third of the way through. The load generator's
+// spread over them, each falling back on the others) and kills, a third
+// of the way through, the node that serves most of the workload's
+// operations (busiest). The load generator's
 // oracle then checks that every acknowledged operation was answered for:
 // every past result and notification owed arrived exactly once, those of
 // the killed node's clients too, which reconnect to the others and
 // resume. Its longest gaps without a reply, per shard, are the failover
 // as the clients saw it.
-func underLoad(c *procs.Cluster, victim, ops int, rate float64) error {
+func underLoad(c *procs.Cluster, ops int, rate float64) error {
 	g, err := workload.New(workload.Config{Seed: 1, Ops: ops, Users: 2000, Rate: rate, Space: workload.Quad, Depth: 8,
 		MinLevel: 2, Past: 10 * time.Second, Future: time.Minute, Expires: time.Minute})
+	if err != nil {
+		return err
+	}
+	all := g.All()
+	victim, share, err := busiest(c, all)
 	if err != nil {
 		return err
 	}
@@ -39,7 +45,7 @@ func underLoad(c *procs.Cluster, victim, ops int, rate float64) error {
 	})
 	defer kill.Stop()
 	start := time.Now()
-	rep, err := loadgen.Run(context.Background(), loadgen.Config{WSURLs: urls, Ops: g.All(), Conns: 6, PubConns: 3,
+	rep, err := loadgen.Run(context.Background(), loadgen.Config{WSURLs: urls, Ops: all, Conns: 6, PubConns: 3,
 		Window: 16, ShardDepth: 2, Seed: 1})
 	if err != nil {
 		return err
@@ -57,9 +63,9 @@ func underLoad(c *procs.Cluster, victim, ops int, rate float64) error {
 	for _, gp := range rep.LongestGaps {
 		gaps = append(gaps, fmt.Sprintf("%s: %.1f s (ended %.1f s into the run)", gp.Cells, gp.Ms/1000, gp.EndS))
 	}
-	fmt.Printf("under load: killed %s %v into the run; %d subscribes and %d publishes acknowledged, errors %v; "+
+	fmt.Printf("under load: killed %s (serving %.0f%% of the operations) %v into the run; %d subscribes and %d publishes acknowledged, errors %v; "+
 		"%d live notifications and %d past results owed, %d notifications of unanswered publications; longest gaps without a reply: %s\n",
-		c.Nodes[victim].ID, killed.Sub(start).Round(time.Millisecond), rep.Subscribes, rep.Publishes, rep.Errors,
+		c.Nodes[victim].ID, 100*share, killed.Sub(start).Round(time.Millisecond), rep.Subscribes, rep.Publishes, rep.Errors,
 		comp.ExpectedLive, comp.ExpectedPast, comp.FromUnanswered, strings.Join(gaps, "; "))
 	if !comp.OK() {
 		return fmt.Errorf("completeness after kill -9: %d missing, %d twice, %d unexpected: %s", comp.Missing, comp.Duplicates,
@@ -70,4 +76,31 @@ func underLoad(c *procs.Cluster, victim, ops int, rate float64) error {
 	}
 	fmt.Println("under load: every notification and past result owed arrived exactly once")
 	return nil
+}
+
+// busiest returns the node whose shards the most of ops fall in, and
+// that share, from each node's cellcast_cluster_shard_owned series.
+func busiest(c *procs.Cluster, ops []workload.Op) (int, float64, error) {
+	perShard := map[string]int{}
+	for _, op := range ops {
+		if len(op.Cell) >= 2 {
+			perShard[fmt.Sprintf("g%d%d", op.Cell[0], op.Cell[1])]++
+		}
+	}
+	best, most := 0, -1
+	for i, nd := range c.Nodes {
+		n := 0
+		for shard, k := range perShard {
+			if v, err := procs.Metric(nd.HTTP, `cellcast_cluster_shard_owned{shard="`+shard+`"}`); err == nil && v == 1 {
+				n += k
+			}
+		}
+		if n > most {
+			best, most = i, n
+		}
+	}
+	if most <= 0 {
+		return 0, 0, errors.New("no node serves the workload's shards")
+	}
+	return best, float64(most) / float64(len(ops)), nil
 }

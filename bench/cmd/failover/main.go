@@ -118,7 +118,7 @@ func run(bin string, rounds int, keep bool, loadOps int, loadRate float64, exter
 			return err
 		}
 		time.Sleep(probeLife) // the load generator's oracle knows nothing of the probes
-		if err := underLoad(c, 0, loadOps, loadRate); err != nil {
+		if err := underLoad(c, loadOps, loadRate); err != nil {
 			return err
 		}
 	}
