@@ -37,6 +37,7 @@ func main() {
 	window := flag.Int("window", 16, "publications in flight per publisher connection")
 	seed := flag.Int64("seed", 1, "workload seed")
 	keep := flag.Bool("keep", false, "keep the brokers' data and logs")
+	flag.StringVar(&profileDir, "pprof", "", "write a 5 s CPU profile of each broker, from the start of the publications, to this directory")
 	flag.Parse()
 	if err := run(*bin, *subs, *pubs, *conns, *window, *seed, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "clusterbench:", err)
@@ -85,6 +86,8 @@ type result struct {
 	seconds, cpu float64
 	got, owed    int64
 	natsMsgs     float64
+	natsKinds    map[string]float64 // per publication, by kind
+	extra        map[string]float64
 }
 
 func run(bin string, nsubs, npubs, conns, window int, seed int64, keep bool) error {
@@ -98,7 +101,11 @@ func run(bin string, nsubs, npubs, conns, window int, seed int64, keep bool) err
 	}
 	w := newWorkload(nsubs, npubs, seed)
 	fmt.Printf("%d subscriptions, %d publications, %d notifications owed\n", nsubs, npubs, w.owed)
-	one, err := single(bin, filepath.Join(dir, "single"))
+	var args []string
+	if profileDir != "" {
+		args = []string{"--pprof"}
+	}
+	one, err := single(bin, filepath.Join(dir, "single"), args...)
 	if err != nil {
 		return err
 	}
@@ -107,7 +114,7 @@ func run(bin string, nsubs, npubs, conns, window int, seed int64, keep bool) err
 	if err != nil {
 		return err
 	}
-	c, err := procs.StartCluster(bin, filepath.Join(dir, "cluster"), 3)
+	c, err := procs.StartCluster(bin, filepath.Join(dir, "cluster"), 3, args...)
 	if err != nil {
 		return err
 	}
@@ -123,12 +130,18 @@ func run(bin string, nsubs, npubs, conns, window int, seed int64, keep bool) err
 		fmt.Printf("%-12s %8.0f notifications/s, %6.2f CPU-s per million notifications, %d of %d owed arrived, %.1f NATS messages between nodes per operation\n",
 			x.name, float64(x.r.got)/x.r.seconds, x.r.cpu/float64(x.r.got)*1e6, x.r.got, x.r.owed, x.r.natsMsgs)
 	}
+	fmt.Printf("catch-ups %v / %v, skipped %v / %v (one node / cluster)\n", a.extra["catch_ups"], b.extra["catch_ups"], a.extra["notifications_skipped"], b.extra["notifications_skipped"])
+	fmt.Printf("NATS messages between nodes per publication, by kind:")
+	for _, m := range messageKinds {
+		fmt.Printf(" %s %.2f", m, b.natsKinds[m])
+	}
+	fmt.Println()
 	fmt.Printf("cluster / one node, CPU per notification: %.2fx\n", (b.cpu/float64(b.got))/(a.cpu/float64(a.got)))
 	return nil
 }
 
 // single starts one broker process, as a Node of its own.
-func single(bin, dir string) ([]*procs.Node, error) {
+func single(bin, dir string, args ...string) ([]*procs.Node, error) {
 	var addrs [2]string
 	for i := range addrs {
 		a, err := procs.FreeAddr()
@@ -141,7 +154,7 @@ func single(bin, dir string) ([]*procs.Node, error) {
 		return nil, err
 	}
 	n := &procs.Node{ID: "single", HTTP: addrs[0], NATS: addrs[1], Dir: dir}
-	n.Cmd = exec.Command(bin, "--data", dir, "--http", n.HTTP, "--nats-listen", n.NATS)
+	n.Cmd = exec.Command(bin, append([]string{"--data", dir, "--http", n.HTTP, "--nats-listen", n.NATS}, args...)...)
 	if err := n.Cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -171,10 +184,10 @@ func cpuSeconds(pid int) (float64, error) {
 }
 
 // clusterMessages sums, over every node's /metrics, the NATS messages
-// the nodes sent each other: requests, replies, notification batches and
-// log appends.
-func clusterMessages(nodes []*procs.Node) float64 {
-	total := 0.0
+// the nodes sent each other, by kind: requests, replies, notification
+// batches and log appends.
+func clusterMessages(nodes []*procs.Node) map[string]float64 {
+	total := map[string]float64{}
 	for _, n := range nodes {
 		resp, err := http.Get("http://" + n.HTTP + "/metrics")
 		if err != nil {
@@ -183,10 +196,14 @@ func clusterMessages(nodes []*procs.Node) float64 {
 		sc := bufio.NewScanner(resp.Body)
 		for sc.Scan() {
 			line := sc.Text()
-			for _, m := range []string{"cellcast_cluster_requests_total ", "cellcast_cluster_replies_total ", "cellcast_cluster_notification_batches_total ", "cellcast_cluster_log_appends_total "} {
-				if strings.HasPrefix(line, m) {
-					v, _ := strconv.ParseFloat(strings.TrimPrefix(line, m), 64)
-					total += v
+			for _, m := range append(messageKinds, "catch_ups", "notifications_skipped") {
+				name := "cellcast_cluster_" + m + "_total "
+				if m == "catch_ups" || m == "notifications_skipped" {
+					name = "cellcast_" + m + "_total "
+				}
+				if v, ok := strings.CutPrefix(line, name); ok {
+					f, _ := strconv.ParseFloat(v, 64)
+					total[m] += f
 				}
 			}
 		}
@@ -194,6 +211,8 @@ func clusterMessages(nodes []*procs.Node) float64 {
 	}
 	return total
 }
+
+var messageKinds = []string{"requests", "replies", "notification_batches", "log_appends"}
 
 func measure(nodes []*procs.Node, w *workload, conns, window int) (result, error) {
 	ctx := context.Background()
@@ -242,6 +261,7 @@ func measure(nodes []*procs.Node, w *workload, conns, window int) (result, error
 		cpu0 += s
 	}
 	msgs0 := clusterMessages(nodes)
+	profile(nodes)
 	start := time.Now()
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -280,9 +300,41 @@ func measure(nodes []*procs.Node, w *workload, conns, window int) (result, error
 	}
 	time.Sleep(500 * time.Millisecond) // anything beyond what is owed
 	r := result{seconds: secs, cpu: cpu1 - cpu0, got: got.Load(), owed: w.owed}
-	r.natsMsgs = (clusterMessages(nodes) - msgs0) / float64(len(w.pubs))
+	msgs1 := clusterMessages(nodes)
+	r.extra = map[string]float64{"catch_ups": msgs1["catch_ups"] - msgs0["catch_ups"], "notifications_skipped": msgs1["notifications_skipped"] - msgs0["notifications_skipped"]}
+	r.natsKinds = map[string]float64{}
+	for _, m := range messageKinds {
+		r.natsKinds[m] = (msgs1[m] - msgs0[m]) / float64(len(w.pubs))
+		r.natsMsgs += r.natsKinds[m]
+	}
 	if r.got != r.owed {
 		return r, fmt.Errorf("%d notifications arrived, %d owed", r.got, r.owed)
 	}
 	return r, nil
+}
+
+// profileDir, when set, receives CPU profiles of the brokers (-pprof).
+var profileDir string
+
+// profile fetches a 5 s CPU profile of each node in the background, into
+// profileDir as <node>.pprof.
+func profile(nodes []*procs.Node) {
+	if profileDir == "" {
+		return
+	}
+	for _, n := range nodes {
+		go func() {
+			resp, err := http.Get("http://" + n.HTTP + "/debug/pprof/profile?seconds=5")
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "clusterbench: profile:", err)
+				return
+			}
+			defer resp.Body.Close()
+			f, err := os.Create(filepath.Join(profileDir, n.ID+".pprof"))
+			if err == nil {
+				io.Copy(f, resp.Body)
+				f.Close()
+			}
+		}()
+	}
 }
