@@ -87,7 +87,6 @@ type result struct {
 	got, owed    int64
 	natsMsgs     float64
 	natsKinds    map[string]float64 // per publication, by kind
-	extra        map[string]float64
 }
 
 func run(bin string, nsubs, npubs, conns, window int, seed int64, keep bool) error {
@@ -130,7 +129,6 @@ func run(bin string, nsubs, npubs, conns, window int, seed int64, keep bool) err
 		fmt.Printf("%-12s %8.0f notifications/s, %6.2f CPU-s per million notifications, %d of %d owed arrived, %.1f NATS messages between nodes per operation\n",
 			x.name, float64(x.r.got)/x.r.seconds, x.r.cpu/float64(x.r.got)*1e6, x.r.got, x.r.owed, x.r.natsMsgs)
 	}
-	fmt.Printf("catch-ups %v / %v, skipped %v / %v (one node / cluster)\n", a.extra["catch_ups"], b.extra["catch_ups"], a.extra["notifications_skipped"], b.extra["notifications_skipped"])
 	fmt.Printf("NATS messages between nodes per publication, by kind:")
 	for _, m := range messageKinds {
 		fmt.Printf(" %s %.2f", m, b.natsKinds[m])
@@ -196,12 +194,8 @@ func clusterMessages(nodes []*procs.Node) map[string]float64 {
 		sc := bufio.NewScanner(resp.Body)
 		for sc.Scan() {
 			line := sc.Text()
-			for _, m := range append(messageKinds, "catch_ups", "notifications_skipped") {
-				name := "cellcast_cluster_" + m + "_total "
-				if m == "catch_ups" || m == "notifications_skipped" {
-					name = "cellcast_" + m + "_total "
-				}
-				if v, ok := strings.CutPrefix(line, name); ok {
+			for _, m := range messageKinds {
+				if v, ok := strings.CutPrefix(line, "cellcast_cluster_"+m+"_total "); ok {
 					f, _ := strconv.ParseFloat(v, 64)
 					total[m] += f
 				}
@@ -301,7 +295,6 @@ func measure(nodes []*procs.Node, w *workload, conns, window int) (result, error
 	time.Sleep(500 * time.Millisecond) // anything beyond what is owed
 	r := result{seconds: secs, cpu: cpu1 - cpu0, got: got.Load(), owed: w.owed}
 	msgs1 := clusterMessages(nodes)
-	r.extra = map[string]float64{"catch_ups": msgs1["catch_ups"] - msgs0["catch_ups"], "notifications_skipped": msgs1["notifications_skipped"] - msgs0["notifications_skipped"]}
 	r.natsKinds = map[string]float64{}
 	for _, m := range messageKinds {
 		r.natsKinds[m] = (msgs1[m] - msgs0[m]) / float64(len(w.pubs))
