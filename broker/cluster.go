@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/seed84792017/cellcast/catalog"
 	"net"
 	"net/url"
 	"strconv"
@@ -101,6 +102,16 @@ func (b *Broker) startNode(tree *dewey.QuadTree) (*cluster.Node, *gateway.Locato
 		LeaseTTL: cc.LeaseTTL, LSM: &lsm.Options{BlockCacheSize: b.cfg.CacheBytes / 16, FS: b.cfg.FS},
 		MaxBacklog: b.cfg.MaxBacklog, MaxBacklogBytes: b.cfg.MaxBacklogBytes, Log: b.log}
 	cfg.Store.Limits = b.cfg.Limits
+	if b.cfg.Indexes != "none" {
+		ix, err := catalog.ParseIndexes(b.cfg.Indexes)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--index: %w", err)
+		}
+		// Unsynced: a shard's catalog is rebuilt from its log at every take.
+		cfg.Catalog = func(dir string) (*catalog.Catalog, error) {
+			return catalog.Open(dir, catalog.Config{Indexes: ix, Log: b.log, Options: &lsm.Options{BlockCacheSize: b.cfg.CacheBytes / 64, FS: b.cfg.FS}})
+		}
+	}
 	var loc *gateway.Locator
 	for {
 		actx, acancel := context.WithTimeout(ctx, 2*time.Second)

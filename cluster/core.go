@@ -182,11 +182,6 @@ func (n *Node) Detach(sid string, sink delivery.Sink) {
 	n.nc.Publish(shardSubject+r.shard, b)
 }
 
-// Query is not served by a cluster yet.
-func (n *Node) Query(service.Query) ([]subscriptions.Publication, error) {
-	return nil, fmt.Errorf("%w: queries are not served by a cluster yet (docs/cluster.md)", service.ErrBadQuery)
-}
-
 // Drain waits until the shards this node owns have dispatched what they
 // released.
 func (n *Node) Drain() {

@@ -16,6 +16,13 @@
 // lost its lease without knowing: its appends name the last sequence it
 // knows and fail.
 //
+// Queries (query.go) go to every shard. A shard's catalog learns the
+// publications whose home it is, so one stored in several shards is
+// found once; it is rebuilt at each take, beside the serving shard, and
+// the shard answers queries once it has learned what the log replayed.
+// Each shard answers with its newest k, in pages that fit a NATS message,
+// and the asking node keeps the newest k of all.
+//
 // Topic names resolve in a registry every node shares, a KV bucket
 // (OpenTopics, topics.go), where the first create of an id decides.
 //

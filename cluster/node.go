@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/seed84792017/cellcast/catalog"
 	"log/slog"
 	"sort"
 	"strconv"
@@ -39,9 +40,12 @@ type Config struct {
 	LeaseTTL time.Duration
 	// Store and LSM configure each shard's store (listdb.Config; its
 	// Durability is ignored: the log makes writes durable).
-	Store           listdb.Config
-	LSM             *lsm.Options
-	Encode          func(*subscriptions.Publication) []byte
+	Store  listdb.Config
+	LSM    *lsm.Options
+	Encode func(*subscriptions.Publication) []byte
+	// Catalog opens a shard's catalog of publications in dir, for
+	// queries; nil: the cluster answers no queries.
+	Catalog         func(dir string) (*catalog.Catalog, error)
 	MaxBacklog      int
 	MaxBacklogBytes int64
 	Log             *slog.Logger

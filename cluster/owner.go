@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/seed84792017/cellcast/catalog"
 	"github.com/seed84792017/cellcast/dualdb"
 	"github.com/seed84792017/cellcast/listdb"
 	"github.com/seed84792017/cellcast/service"
@@ -33,6 +34,14 @@ type owner struct {
 	done  chan struct{}
 	mu    sync.Mutex
 	sinks map[string]*remoteSink // holder node + " " + sid
+	// queries holds a token for each query running (see take).
+	queries chan struct{}
+	// catalogReady is closed once the catalog has learned the
+	// publications the log replayed, or failed to (catalogErr, written
+	// before the close); stopCatalog gives up.
+	catalogReady chan struct{}
+	catalogErr   error
+	stopCatalog  func()
 	// closing: the shard is being handed over; its routes end here
 	// without telling holders, who resume at the next owner.
 	closing bool
@@ -59,7 +68,7 @@ func openOwner(ctx context.Context, n *Node, name, lease string) (*owner, error)
 		return nil, fmt.Errorf("cluster: shard %s store: %w", name, err)
 	}
 	o := &owner{n: n, name: name, lease: lease, ops: make(chan *op, 4096), quit: make(chan struct{}), done: make(chan struct{}),
-		sinks: map[string]*remoteSink{}}
+		sinks: map[string]*remoteSink{}, queries: make(chan struct{}, maxQueries)}
 	fail := func(err error) (*owner, error) {
 		store.Close()
 		return nil, err
@@ -101,9 +110,36 @@ func openOwner(ctx context.Context, n *Node, name, lease string) (*owner, error)
 			}
 		}()
 	}
-	o.svc = service.New(service.Config{Store: store, Encode: n.cfg.Encode, MaxBacklog: n.cfg.MaxBacklog,
+	// The catalog learns the publications whose home is this shard: one
+	// stored in several shards is found once.
+	home := func(p *subscriptions.Publication) bool { return n.cfg.Shards.Home(p.Cell) == name }
+	var cat *catalog.Catalog
+	o.catalogReady = make(chan struct{})
+	if n.cfg.Catalog != nil {
+		if cat, err = n.cfg.Catalog(filepath.Join(dir, "catalog")); err != nil {
+			return fail(fmt.Errorf("cluster: shard %s catalog: %w", name, err))
+		}
+	}
+	o.svc = service.New(service.Config{Store: store, Catalog: cat, Catalogues: home, Encode: n.cfg.Encode, MaxBacklog: n.cfg.MaxBacklog,
 		MaxBacklogBytes: n.cfg.MaxBacklogBytes, Log: n.log})
+	// The catalog learns what the log replayed while the shard serves
+	// (safe beside the publications it learns meanwhile): a take waits
+	// for no catalog, and queries wait for it (owner.query).
+	rctx, stopCatalog := context.WithCancel(context.Background())
+	o.stopCatalog = stopCatalog
+	go func() {
+		defer close(o.catalogReady)
+		if cat == nil {
+			return
+		}
+		if _, err := cat.Reconcile(rctx, homeOnly{store, home}); err != nil && rctx.Err() == nil {
+			o.catalogErr = err
+			n.log.Error("cluster: a shard's catalog could not learn its publications; its queries fail until the shard moves", "shard", name, "err", err)
+		}
+	}()
 	if o.sub, err = n.nc.Subscribe(shardSubject+name, o.take); err != nil {
+		stopCatalog()
+		<-o.catalogReady
 		o.svc.Close()
 		return nil, err
 	}
@@ -117,6 +153,18 @@ func (o *owner) take(m *nats.Msg) {
 	var r request
 	if err := json.Unmarshal(m.Data, &r); err != nil || (r.Holder != "" && !validID(r.Holder)) {
 		o.n.log.Error("cluster: a malformed request on a shard subject", "shard", o.name, "err", err)
+		return
+	}
+	if r.Op == opQuery { // reads alone: beside the loop, not in its order
+		select {
+		case o.queries <- struct{}{}:
+			go func() {
+				defer func() { <-o.queries }()
+				o.answer(r.Holder, m.Reply, o.query(&r))
+			}()
+		default:
+			o.answer(r.Holder, m.Reply, &reply{Err: toWire(fmt.Errorf("%w: shard %s has too many queries running", service.ErrUnavailable, o.name))})
+		}
 		return
 	}
 	select {
@@ -313,6 +361,11 @@ func (o *owner) close() {
 		default:
 		}
 		break
+	}
+	o.stopCatalog()
+	<-o.catalogReady
+	for range maxQueries { // the queries running end first
+		o.queries <- struct{}{}
 	}
 	if err := o.svc.Close(); err != nil {
 		o.n.log.Warn("cluster: closing a shard's store", "shard", o.name, "err", err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/seed84792017/cellcast/delivery"
@@ -33,6 +34,7 @@ const (
 	opUnsubscribe = "unsub"
 	opResume      = "resume"
 	opDetach      = "detach"
+	opQuery       = "query"
 )
 
 // request is one operation sent to a shard's owner.
@@ -44,6 +46,8 @@ type request struct {
 	Sid    string                          `json:"sid,omitempty"`
 	After  int64                           `json:"after,omitempty"`
 	Owner  string                          `json:"owner,omitempty"` // the uid that must own Sid
+	Query  *service.Query                  `json:"query,omitempty"`
+	Skip   int                             `json:"skip,omitempty"` // a query's results already received
 }
 
 // reply is the owner's answer.
@@ -56,6 +60,8 @@ type reply struct {
 	Rep   *subscriptions.ReplayResult    `json:"rep,omitempty"`
 	N     int                            `json:"n,omitempty"`    // len(Rep.Pubs), which follow as notifications
 	Node  string                         `json:"node,omitempty"` // the owner that answered
+	Pubs  []subscriptions.Publication    `json:"pubs,omitempty"` // a page of a query's results
+	More  bool                           `json:"more,omitempty"` // more results follow Pubs
 }
 
 // wireError carries an error's kind across nodes, so that a client gets
@@ -183,6 +189,10 @@ func toWire(err error) *wireError {
 		w.Kind, w.Retry = "overloaded", oe.RetryAfter
 	case errors.Is(err, delivery.ErrForbidden):
 		w.Kind = "forbidden"
+	case errors.Is(err, service.ErrBadQuery):
+		w.Kind = "bad_query"
+	case errors.Is(err, service.ErrNoCatalog):
+		w.Kind = "no_catalog"
 	case errors.Is(err, subscriptions.ErrUnknownSid):
 		w.Kind = "unknown_sid"
 	case errors.Is(err, subscriptions.ErrBadRequest):
@@ -201,6 +211,10 @@ func fromWire(w *wireError) error {
 		return &delivery.OverloadedError{RetryAfter: w.Retry}
 	case "forbidden":
 		return fmt.Errorf("%w (%s)", delivery.ErrForbidden, w.Msg)
+	case "bad_query": // the message a single broker would give
+		return fmt.Errorf("%w%s", service.ErrBadQuery, strings.TrimPrefix(w.Msg, service.ErrBadQuery.Error()))
+	case "no_catalog":
+		return service.ErrNoCatalog
 	case "unknown_sid":
 		return fmt.Errorf("%w (%s)", subscriptions.ErrUnknownSid, w.Msg)
 	case "bad_request":

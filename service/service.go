@@ -38,6 +38,10 @@ type Config struct {
 	// Catalog learns every publication and answers Query; nil: no
 	// queries.
 	Catalog *catalog.Catalog
+	// Catalogues picks the publications the catalog learns; nil: all. A
+	// cluster's shard catalogues only the publications whose home it is,
+	// so a publication stored in several shards is found once.
+	Catalogues func(*subscriptions.Publication) bool
 	// Encode renders a publication once for all its notifications.
 	Encode func(*subscriptions.Publication) []byte
 	// MaxBacklog and MaxBacklogBytes bound the notifications owed and not
@@ -128,6 +132,9 @@ func (s *Service) Publish(ctx context.Context, req *subscriptions.PublishRequest
 func (s *Service) catalogue(p *subscriptions.Publication) {
 	if s.cfg.Catalog == nil || p.Tmax <= p.Tp {
 		return // no catalog, or a publication with no lifetime, never stored
+	}
+	if s.cfg.Catalogues != nil && !s.cfg.Catalogues(p) {
+		return
 	}
 	if err := s.cfg.Catalog.Add(p); err != nil {
 		s.log.Error("catalog: a publication is stored and delivered but cannot be queried", "pid", p.Pid(), "err", err)

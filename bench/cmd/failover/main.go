@@ -68,9 +68,9 @@ func run(bin string, rounds int, keep bool, loadOps int, loadRate float64, exter
 	}
 	var c *procs.Cluster
 	if external {
-		nc, err := procs.StartNATSCluster(natsBin, dir, 3)
-		if err != nil {
-			return err
+		nc, nerr := procs.StartNATSCluster(natsBin, dir, 3)
+		if nerr != nil {
+			return nerr
 		}
 		defer nc.Stop()
 		fmt.Printf("external NATS cluster: %s\n", nc.URL())
