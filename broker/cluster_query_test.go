@@ -29,12 +29,7 @@ func TestClusterQueries(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var clients []*cc.Client
 	for i, b := range brokers {
-		var fallback []string
-		for j, o := range brokers {
-			if j != i {
-				fallback = append(fallback, wsURL(o))
-			}
-		}
+		fallback := othersURLs(brokers, i)
 		c, err := cc.Dial(ctx, wsURL(b), cc.Options{UID: []string{"alice", "bob", "carol"}[i], Fallback: fallback,
 			MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, Log: quiet})
 		if err != nil {

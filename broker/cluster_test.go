@@ -115,6 +115,18 @@ func (s *clusterSub) read() {
 // depth; every acknowledged publication reaches every overlapping
 // subscription exactly once, also after a broker is stopped abruptly
 // under load and its clients reconnect to the others and resume.
+// othersURLs are the WebSocket URLs of the brokers but brokers[i]: a
+// client's fallbacks.
+func othersURLs(brokers []*Broker, i int) []string {
+	var out []string
+	for j, o := range brokers {
+		if j != i {
+			out = append(out, wsURL(o))
+		}
+	}
+	return out
+}
+
 func TestClusterOverWebSocket(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-node cluster")
@@ -123,12 +135,7 @@ func TestClusterOverWebSocket(t *testing.T) {
 	ctx := context.Background()
 	var clients []*cc.Client
 	for i, b := range brokers {
-		var fallback []string
-		for j, o := range brokers {
-			if j != i {
-				fallback = append(fallback, wsURL(o))
-			}
-		}
+		fallback := othersURLs(brokers, i)
 		enc := cc.EncodingJSON
 		if i == 1 {
 			enc = cc.EncodingCBOR // notifications rendered afresh on the holding node
