@@ -79,7 +79,7 @@ func (n *Node) Publish(ctx context.Context, req *subscriptions.PublishRequest, a
 		matched += replies[i].Match
 	}
 	res := replies[0].PubR
-	res.Matches = make([]subscriptions.Subscription, matched) // the gateway reports how many
+	res.Matches = make([]subscriptions.Matched, matched) // the gateway reports how many
 	answer(res)
 	return nil
 }

@@ -50,8 +50,9 @@ type Notification struct {
 	Replayed bool
 }
 
-// Seq is the sequence number of p's notification for s.
-func Seq(s *subscriptions.Subscription, p *subscriptions.Publication) int64 { return p.Tp - s.Ts }
+// Seq is the sequence number of p's notification for the subscription
+// stamped ts.
+func Seq(ts int64, p *subscriptions.Publication) int64 { return p.Tp - ts }
 
 // Config shapes a Hub.
 type Config struct {
@@ -371,7 +372,7 @@ func (h *Hub) attach(r *route, expect *route) bool {
 		}
 		for i := range d.res.Matches {
 			if s := &d.res.Matches[i]; s.Ts == r.ts {
-				r.hold(&Notification{Sid: r.sid, Uid: s.Uid, Seq: Seq(s, &d.res.Pub), Pub: &d.res.Pub, Body: d.body})
+				r.hold(&Notification{Sid: r.sid, Uid: s.Uid, Seq: Seq(s.Ts, &d.res.Pub), Pub: &d.res.Pub, Body: d.body})
 				break
 			}
 		}
@@ -544,12 +545,12 @@ func (h *Hub) dispatch(res *subscriptions.PublishResult) {
 		case p.Tp <= r.from:
 			// Replayed by the resume that attached the route.
 		case r.holding:
-			r.hold(&Notification{Sid: r.sid, Uid: s.Uid, Seq: Seq(s, p), Pub: p, Body: body})
+			r.hold(&Notification{Sid: r.sid, Uid: s.Uid, Seq: Seq(s.Ts, p), Pub: p, Body: body})
 		case r.lagging:
 			skipped++
-		case r.sink.Notify(&Notification{Sid: r.sid, Uid: s.Uid, Seq: Seq(s, p), Prev: r.last, Pub: p, Body: body}):
+		case r.sink.Notify(&Notification{Sid: r.sid, Uid: s.Uid, Seq: Seq(s.Ts, p), Prev: r.last, Pub: p, Body: body}):
 			sent++
-			r.last = Seq(s, p)
+			r.last = Seq(s.Ts, p)
 		default:
 			refused++
 			h.lag(r)

@@ -31,7 +31,7 @@ func (h *Hub) replay(r *route, res *subscriptions.ReplayResult) bool {
 	var sent uint64
 	for i := range res.Pubs {
 		p := &res.Pubs[i]
-		n := &Notification{Sid: r.sid, Uid: res.Sub.Uid, Seq: Seq(&res.Sub, p), Pub: p, Body: h.cfg.Encode(p), Replayed: true}
+		n := &Notification{Sid: r.sid, Uid: res.Sub.Uid, Seq: Seq(res.Sub.Ts, p), Pub: p, Body: h.cfg.Encode(p), Replayed: true}
 		if n.Seq <= r.last {
 			continue
 		}

@@ -66,6 +66,7 @@ func TestLaggingSinkCatchesUpWithoutLoss(t *testing.T) {
 		return subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.MustParse(cells[rng.Intn(len(cells))])}
 	}
 	owner := map[string]*boundedSink{}
+	sidOf := map[int64]string{} // by stamp
 	for i := range 40 {
 		k := slow
 		if i%2 == 1 {
@@ -73,13 +74,18 @@ func TestLaggingSinkCatchesUpWithoutLoss(t *testing.T) {
 		}
 		sid := subscribeTo(t, hub, k, fmt.Sprint("u", i), cell(), time.Hour)
 		owner[sid] = k
+		ts, _, err := subscriptions.ParseID(sid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sidOf[ts] = sid
 	}
 	want := map[string][]int64{}
 	for i := range 600 {
 		req := &subscriptions.PublishRequest{Uid: "p", Cell: cell(), Expires: time.Hour}
 		err := hub.Publish(ctx, req, func(res *subscriptions.PublishResult) {
 			for _, s := range res.Matches {
-				want[s.Sid()] = append(want[s.Sid()], Seq(&s, &res.Pub))
+				want[sidOf[s.Ts]] = append(want[sidOf[s.Ts]], Seq(s.Ts, &res.Pub))
 			}
 		})
 		if err != nil {

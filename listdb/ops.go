@@ -110,7 +110,7 @@ func (st *Store) Publish(ctx context.Context, req *subscriptions.PublishRequest)
 			}
 			sc.mark(r.T)
 			if subscriptions.Match(&p, &s, now) && ((p.Cover == nil && s.Cover == nil) || st.reports(true, p.Cells(), sc.via, s.Cells(), key)) {
-				res.Matches = append(res.Matches, s)
+				res.Matches = append(res.Matches, subscriptions.Matched{Ts: s.Ts, Uid: s.Uid})
 			}
 		case l == Pubs && r.Kind == KindPublication:
 			q, err := r.Publication()

@@ -100,7 +100,7 @@ func (o *Oracle) Publish(_ context.Context, req *PublishRequest) (*PublishResult
 	res := &PublishResult{Pub: p}
 	for _, s := range o.subs {
 		if !o.cancel[s.Sid()] && Match(&p, s, now) {
-			res.Matches = append(res.Matches, *s)
+			res.Matches = append(res.Matches, Matched{Ts: s.Ts, Uid: s.Uid})
 		}
 	}
 	if req.SelfJoin {
@@ -114,7 +114,7 @@ func (o *Oracle) Publish(_ context.Context, req *PublishRequest) (*PublishResult
 		o.pubs = append(o.pubs, &p)
 		res.Stored = true
 	}
-	SortSubscriptions(res.Matches)
+	SortMatches(res.Matches)
 	SortPublications(res.Recent)
 	return res, nil
 }

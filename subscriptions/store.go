@@ -54,8 +54,17 @@ type SubscribeResult struct {
 type PublishResult struct {
 	Pub     Publication
 	Stored  bool
-	Matches []Subscription
+	Matches []Matched
 	Recent  []Publication
+}
+
+// Matched is a subscription a publication matched, as much of it as
+// delivering the notification takes: the stamp that names its route, and
+// its user. A publication's matches wait in memory until they are
+// dispatched, thousands of them for a busy cell.
+type Matched struct {
+	Ts  int64
+	Uid string
 }
 
 // Store is what a storage architecture provides. All methods are safe for
@@ -247,6 +256,11 @@ func SortPublications(ps []Publication) {
 // SortSubscriptions orders newest first.
 func SortSubscriptions(ss []Subscription) {
 	slices.SortFunc(ss, func(a, b Subscription) int { return cmp.Compare(b.Ts, a.Ts) })
+}
+
+// SortMatches orders newest first.
+func SortMatches(ms []Matched) {
+	slices.SortFunc(ms, func(a, b Matched) int { return cmp.Compare(b.Ts, a.Ts) })
 }
 
 // CheckCell validates a cell as NewSubscription and NewPublication do.

@@ -131,7 +131,11 @@ func Covers(t *testing.T, open Opener) {
 			}
 			var got []string
 			for _, s := range res.Matches {
-				got = append(got, s.Sid())
+				for _, r := range recs { // the subscription stamped s.Ts
+					if !r.isPub && r.t == s.Ts {
+						got = append(got, r.id)
+					}
+				}
 			}
 			count(i, "publish "+res.Pub.Pid(), got, want)
 			if res.Stored {

@@ -152,13 +152,14 @@ func pids(ps []subscriptions.Publication) string {
 
 // sids lists subscription ids newest first, the order the oracle keeps;
 // stores return matches in any order.
-func sids(ss []subscriptions.Subscription) string {
-	ss = slices.Clone(ss)
-	subscriptions.SortSubscriptions(ss)
+// sids names matched subscriptions by stamp and user: a store stamps no
+// two alike.
+func sids(ms []subscriptions.Matched) string {
+	ms = slices.Clone(ms)
+	subscriptions.SortMatches(ms)
 	var b strings.Builder
-	for i := range ss {
-		b.WriteString(ss[i].Sid())
-		b.WriteByte(' ')
+	for _, m := range ms {
+		fmt.Fprintf(&b, "%d/%s ", m.Ts, m.Uid)
 	}
 	return b.String()
 }
