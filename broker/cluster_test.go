@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	cc "github.com/seed84792017/cellcast/client"
+	"github.com/seed84792017/cellcast/cluster"
 )
 
 // startCluster starts n brokers, each embedding a NATS server clustered
@@ -64,11 +65,12 @@ func startCluster(t *testing.T, n int) []*Broker {
 		for _, b := range brokers {
 			owned += len(b.node.Owned())
 		}
-		if owned == 17 {
+		all := len(cluster.Shards{Depth: 2}.All())
+		if owned == all {
 			return brokers
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of 17 shards served", owned)
+			t.Fatalf("%d of %d shards served", owned, all)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -250,12 +252,7 @@ func TestClusterOverWebSocket(t *testing.T) {
 			}
 		}
 		slices.Sort(names)
-		want := []string{"t"}
-		for a := 1; a <= 4; a++ {
-			for b := 1; b <= 4; b++ {
-				want = append(want, fmt.Sprintf("g%d%d", a, b))
-			}
-		}
+		want := cluster.Shards{Depth: 2}.All()
 		slices.Sort(want)
 		if slices.Equal(names, want) {
 			break

@@ -7,9 +7,11 @@ import (
 	"github.com/seed84792017/cellcast/subscriptions"
 )
 
-// TopicShard holds the whole topic namespace: topic trees are shallow and
-// their traffic small next to the geo cells', so they are not split.
-const TopicShard = "t"
+// TopicShards is how many shards the topic namespace is split into, by
+// the first component of a topic's id (its top-level topic): every
+// topic's ancestors and descendants share that component, so a topic
+// publication and the subscriptions it can match always share a shard.
+const TopicShards = 4
 
 // Shards splits the geo Dewey space into the subtrees at Depth: shard
 // "g14" holds the cells under 1.4. A quad tree numbers children 1–4; a
@@ -31,7 +33,7 @@ type Shards struct {
 	Depth int // 1–4; 4^Depth geo shards
 }
 
-// All lists every shard, geo shards in order and then the topic shard.
+// All lists every shard, geo shards in order and then the topic shards.
 func (m Shards) All() []string {
 	names := []string{""}
 	for range m.Depth {
@@ -46,7 +48,22 @@ func (m Shards) All() []string {
 	for i := range names {
 		names[i] = "g" + names[i]
 	}
-	return append(names, TopicShard)
+	for k := range TopicShards {
+		names = append(names, fmt.Sprintf("t%d", k+1))
+	}
+	return names
+}
+
+// IsTopic reports whether a shard holds topics.
+func IsTopic(shard string) bool { return strings.HasPrefix(shard, "t") }
+
+// topicHome is the shard of topic cell c: its top-level topic's.
+func topicHome(c subscriptions.Cell) string {
+	first := uint32(0)
+	if len(c.ID) > 0 {
+		first = c.ID[0]
+	}
+	return fmt.Sprintf("t%d", first%TopicShards+1)
 }
 
 // Validate checks the depth.
@@ -69,7 +86,7 @@ func digits(c subscriptions.Cell, n int) string {
 // Home is the shard a subscription at c lives in.
 func (m Shards) Home(c subscriptions.Cell) string {
 	if c.NS != subscriptions.NSCell {
-		return TopicShard
+		return topicHome(c)
 	}
 	d := digits(c, m.Depth)
 	return "g" + d + strings.Repeat("1", m.Depth-len(d))
@@ -79,7 +96,7 @@ func (m Shards) Home(c subscriptions.Cell) string {
 // (its answer is the one the publisher gets), then the others.
 func (m Shards) Targets(c subscriptions.Cell) []string {
 	if c.NS != subscriptions.NSCell {
-		return []string{TopicShard}
+		return []string{topicHome(c)}
 	}
 	home := m.Home(c)
 	out := []string{home}
@@ -97,7 +114,7 @@ func (m Shards) Targets(c subscriptions.Cell) []string {
 	}
 	// Subscriptions below c (or at c) live in the shards under it.
 	for _, s := range m.All() {
-		if s != TopicShard && strings.HasPrefix(s[1:], d) {
+		if !IsTopic(s) && strings.HasPrefix(s[1:], d) {
 			add(s)
 		}
 	}

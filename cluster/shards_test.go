@@ -40,7 +40,26 @@ func TestEveryOverlappingPairMeetsInOneShard(t *testing.T) {
 			}
 		}
 	}
-	if got := (Shards{Depth: 2}).Home(subscriptions.Cell{NS: subscriptions.NSTopic, ID: dewey.ID{1}}); got != TopicShard {
-		t.Fatalf("topic home %s", got)
+	// Topics: by the top-level topic, with every descendant.
+	topic := func(ids ...uint32) subscriptions.Cell { return subscriptions.Cell{NS: subscriptions.NSTopic, ID: ids} }
+	m := Shards{Depth: 2}
+	for _, c := range []struct {
+		cell subscriptions.Cell
+		want string
+	}{{topic(4), "t1"}, {topic(1), "t2"}, {topic(1, 9), "t2"}, {topic(7, 1, 1), "t4"}, {topic(4000000006), "t3"}} {
+		if got := m.Home(c.cell); got != c.want || !slices.Equal(m.Targets(c.cell), []string{c.want}) {
+			t.Fatalf("topic %v: home %s, targets %v; want %s alone", c.cell, got, m.Targets(c.cell), c.want)
+		}
+	}
+	rng := rand.New(rand.NewSource(5))
+	for range 1000 {
+		d := make(dewey.ID, 1+rng.Intn(5))
+		for i := range d {
+			d[i] = rng.Uint32()
+		}
+		anc := topic(d[:1+rng.Intn(len(d))]...)
+		if m.Home(anc) != m.Home(topic(d...)) || !slices.Contains(m.All(), m.Home(anc)) {
+			t.Fatalf("topic %v and its ancestor %v: shards %s and %s", d, anc.ID, m.Home(topic(d...)), m.Home(anc))
+		}
 	}
 }

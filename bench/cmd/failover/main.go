@@ -28,6 +28,7 @@ import (
 
 	"github.com/seed84792017/cellcast/bench/procs"
 	"github.com/seed84792017/cellcast/client"
+	"github.com/seed84792017/cellcast/cluster"
 )
 
 func main() {
@@ -211,7 +212,7 @@ func settle(c *procs.Cluster, skip int) error {
 			counts = append(counts, int(n))
 			total += int(n)
 		}
-		if total == len(cells())+1 && slices.Max(counts)-slices.Min(counts) <= 1 {
+		if total == len(cells())+cluster.TopicShards && slices.Max(counts)-slices.Min(counts) <= 1 {
 			steady++
 		} else {
 			steady = 0
