@@ -253,11 +253,6 @@ func SortPublications(ps []Publication) {
 	slices.SortFunc(ps, func(a, b Publication) int { return cmp.Compare(b.Tp, a.Tp) })
 }
 
-// SortSubscriptions orders newest first.
-func SortSubscriptions(ss []Subscription) {
-	slices.SortFunc(ss, func(a, b Subscription) int { return cmp.Compare(b.Ts, a.Ts) })
-}
-
 // SortMatches orders newest first.
 func SortMatches(ms []Matched) {
 	slices.SortFunc(ms, func(a, b Matched) int { return cmp.Compare(b.Ts, a.Ts) })
