@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/seed84792017/cellcast/delivery"
 	"github.com/seed84792017/cellcast/service"
 	"github.com/seed84792017/cellcast/subscriptions"
@@ -179,7 +181,7 @@ func (n *Node) Detach(sid string, sink delivery.Sink) {
 	delete(h.routes, sid)
 	h.mu.Unlock()
 	b, _ := json.Marshal(&request{Op: opDetach, Holder: n.cfg.ID, Sid: sid}) // strings only: cannot fail
-	n.nc.Publish(shardSubject+r.shard, b)
+	n.h.send(r.shard, &nats.Msg{Subject: shardSubject + r.shard, Data: b})
 }
 
 // Drain waits until the shards this node owns have dispatched what they

@@ -33,9 +33,14 @@
 // subscription at the shard's next owner when the shard moves, and at
 // the same owner when its subscriber fell behind.
 //
+// A node's traffic with itself (a request for a shard it owns, what its
+// owners send its holder) skips NATS but keeps the same order (local.go).
+//
 // Locks. Node.mu (leases, owned shards, heartbeats heard), holder.mu (routes and calls),
 // owner.mu (an owner's routes to holders) and remoteSink.mu are never held
 // together, except that holder.mu is held while a gateway sink's Notify
-// runs (as the hub's lock is on one node), and the hub's locks while a
-// remoteSink's Notify takes its mu.
+// runs (as the hub's lock is on one node), the hub's locks while a
+// remoteSink's Notify takes its mu, and owner.mu while takeLocal queues a
+// request (and, if the queue is full, sends its answer). Node.outMu, an
+// outbox's mu and a localBox's mu are taken last and alone.
 package cluster

@@ -70,27 +70,32 @@ func (h *holder) receive(m *nats.Msg) {
 			h.n.log.Error("cluster: a damaged notification batch", "err", err)
 		}
 	case strings.HasPrefix(kind, "r."):
-		id := kind[2:]
-		h.mu.Lock()
-		c := h.calls[id]
-		delete(h.calls, id)
-		h.mu.Unlock()
-		if c == nil {
-			return // its caller gave up
-		}
-		var r reply
-		if m.Header.Get("Status") == "503" {
-			c.done <- nil // no owner listens: the caller retries
-			return
-		}
-		if err := json.Unmarshal(m.Data, &r); err != nil {
-			r = reply{Err: &wireError{Kind: "internal", Msg: "cluster: malformed reply: " + err.Error()}}
-		}
-		if c.onReply != nil {
-			c.onReply(&r)
-		}
-		c.done <- &r
+		h.replied(kind[2:], m.Data, m.Header.Get("Status") == "503")
 	}
+}
+
+// replied hands the reply to call id to its caller; noOwner: no owner
+// listened, and the caller tries again.
+func (h *holder) replied(id string, data []byte, noOwner bool) {
+	h.mu.Lock()
+	c := h.calls[id]
+	delete(h.calls, id)
+	h.mu.Unlock()
+	if c == nil {
+		return // its caller gave up
+	}
+	if noOwner {
+		c.done <- nil
+		return
+	}
+	var r reply
+	if err := json.Unmarshal(data, &r); err != nil {
+		r = reply{Err: &wireError{Kind: "internal", Msg: "cluster: malformed reply: " + err.Error()}}
+	}
+	if c.onReply != nil {
+		c.onReply(&r)
+	}
+	c.done <- &r
 }
 
 // attemptTimeout bounds the wait for one owner's reply. Past it the
@@ -116,9 +121,7 @@ func (h *holder) call(ctx context.Context, shard string, req *request, onReply f
 		h.mu.Lock()
 		h.calls[id] = c
 		h.mu.Unlock()
-		h.n.counters.requests.Add(1)
-		err := h.n.nc.PublishMsg(&nats.Msg{Subject: shardSubject + shard, Reply: nodeSubject + h.n.cfg.ID + ".r." + id, Data: body})
-		if err != nil {
+		if err := h.send(shard, &nats.Msg{Subject: shardSubject + shard, Reply: nodeSubject + h.n.cfg.ID + ".r." + id, Data: body}); err != nil {
 			h.forget(id)
 			return nil, fmt.Errorf("%w: %w", service.ErrUnavailable, err)
 		}
@@ -141,6 +144,16 @@ func (h *holder) call(ctx context.Context, shard string, req *request, onReply f
 			return nil, fmt.Errorf("%w: shard %s has no owner: %w", service.ErrUnavailable, shard, ctx.Err())
 		}
 	}
+}
+
+// send hands m to shard's owner: at once if this node owns the shard,
+// else over NATS.
+func (h *holder) send(shard string, m *nats.Msg) error {
+	if h.n.sendLocal(shard, m) {
+		return nil
+	}
+	h.n.counters.requests.Add(1)
+	return h.n.nc.PublishMsg(m)
 }
 
 func (h *holder) forget(id string) {

@@ -80,7 +80,7 @@ type Node struct {
 	takes    uint64            // shards taken, for lease values
 	values   map[string]string // lease values of shards owned or being taken
 	outMu    sync.Mutex
-	outboxes map[string]*outbox // by holding node
+	outboxes map[string]sender // by holding node
 	serving  atomic.Bool
 	counters counters
 
@@ -455,21 +455,6 @@ func (n *Node) lose(s string) {
 	if o != nil {
 		o.close()
 	}
-}
-
-// outbox returns the queue of what goes to node holder.
-func (n *Node) outbox(holder string) *outbox {
-	n.outMu.Lock()
-	defer n.outMu.Unlock()
-	b := n.outboxes[holder]
-	if b == nil {
-		if n.outboxes == nil {
-			n.outboxes = map[string]*outbox{}
-		}
-		b = newOutbox(n.nc, holder, &n.counters)
-		n.outboxes[holder] = b
-	}
-	return b
 }
 
 // Owned lists the shards this node serves.

@@ -126,6 +126,7 @@ func (b *outbox) reply(subject string, data []byte) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.flush()
+	b.sent.replies.Add(1)
 	return b.nc.Publish(subject, data)
 }
 
@@ -134,4 +135,24 @@ func (b *outbox) close() { close(b.kick) }
 func appendBytes(b, x []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(len(x)))
 	return append(b, x...)
+}
+
+// outbox returns the queue of what goes to node holder: this node's
+// holder is sent to in process.
+func (n *Node) outbox(holder string) sender {
+	n.outMu.Lock()
+	defer n.outMu.Unlock()
+	b := n.outboxes[holder]
+	if b == nil {
+		if n.outboxes == nil {
+			n.outboxes = map[string]sender{}
+		}
+		if holder == n.cfg.ID {
+			b = newLocalBox(n.h)
+		} else {
+			b = newOutbox(n.nc, holder, &n.counters)
+		}
+		n.outboxes[holder] = b
+	}
+	return b
 }

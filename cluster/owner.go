@@ -174,6 +174,19 @@ func (o *owner) take(m *nats.Msg) {
 	}
 }
 
+// takeLocal is take for a request from this node, unless the shard is
+// being handed over (then the caller goes through NATS, and finds the
+// next owner). Holding mu keeps close from missing the request.
+func (o *owner) takeLocal(m *nats.Msg) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closing {
+		return false
+	}
+	o.take(m)
+	return true
+}
+
 // answer sends r to the node that asked, after what this node sent it
 // before.
 func (o *owner) answer(holder, subject string, r *reply) {
@@ -185,8 +198,8 @@ func (o *owner) answer(holder, subject string, r *reply) {
 	if err != nil {
 		b, _ = json.Marshal(&reply{Err: &wireError{Kind: "internal", Msg: err.Error()}})
 	}
-	o.n.counters.replies.Add(1)
 	if holder == "" || !validID(holder) {
+		o.n.counters.replies.Add(1)
 		err = o.n.nc.Publish(subject, b)
 	} else {
 		err = o.n.outbox(holder).reply(subject, b)

@@ -1,0 +1,115 @@
+package cluster
+
+import (
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/seed84792017/cellcast/delivery"
+)
+
+// What a node's owners send to the node's own holder skips NATS: a third
+// of a three-node cluster's traffic would otherwise leave the process
+// and come back (request, reply and notifications each a round trip
+// through the NATS server). Requests and replies keep their wire form,
+// so the owner and the caller share no values; notifications are passed
+// as they are, as a single node passes them to its connections.
+
+// sender is what an owner sends to one holding node, in order: an
+// outbox (NATS) for another node, a localBox for its own.
+type sender interface {
+	notify(*delivery.Notification)
+	ended(*lostRoute)
+	// reply sends an answer after everything sent before it.
+	reply(subject string, data []byte) error
+	close()
+}
+
+// localBox queues, in order, what this node's owners send to its holder,
+// and hands it over on a goroutine of its own, as the NATS inbox would.
+type localBox struct {
+	h    *holder
+	kick chan struct{}
+
+	mu     sync.Mutex
+	items  []localItem
+	closed bool
+}
+
+// localItem is one of a notification, an ended route or a reply.
+type localItem struct {
+	note    *notification
+	ended   *lostRoute
+	subject string
+	data    []byte
+}
+
+func newLocalBox(h *holder) *localBox {
+	b := &localBox{h: h, kick: make(chan struct{}, 1)}
+	go b.run()
+	return b
+}
+
+func (b *localBox) run() {
+	var items []localItem
+	for range b.kick {
+		b.mu.Lock()
+		items, b.items = b.items, items[:0]
+		b.mu.Unlock()
+		for i := range items {
+			it := &items[i]
+			switch {
+			case it.note != nil:
+				b.h.notify(it.note)
+			case it.ended != nil:
+				b.h.lost(it.ended)
+			default:
+				b.h.replied(strings.TrimPrefix(it.subject, nodeSubject+b.h.n.cfg.ID+".r."), it.data, false)
+			}
+			*it = localItem{}
+		}
+	}
+}
+
+func (b *localBox) push(it localItem) {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return // the node is closing, as with a NATS connection closed
+	}
+	b.items = append(b.items, it)
+	b.mu.Unlock()
+	select {
+	case b.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (b *localBox) notify(n *delivery.Notification) {
+	b.push(localItem{note: &notification{Sid: n.Sid, Uid: n.Uid, Seq: n.Seq, Prev: n.Prev, Replayed: n.Replayed, Pub: *n.Pub, Body: n.Body}})
+}
+
+func (b *localBox) ended(l *lostRoute) { b.push(localItem{ended: l}) }
+
+func (b *localBox) reply(subject string, data []byte) error {
+	b.push(localItem{subject: subject, data: data})
+	return nil
+}
+
+func (b *localBox) close() {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	close(b.kick)
+}
+
+// sendLocal hands a request for shard to this node's owner of it, if
+// this node owns it and is not handing it over; it reports whether it
+// did.
+func (n *Node) sendLocal(shard string, m *nats.Msg) bool {
+	n.mu.Lock()
+	o := n.owned[shard]
+	n.mu.Unlock()
+	return o != nil && o.takeLocal(m)
+}
