@@ -42,6 +42,6 @@
 // runs (as the hub's lock is on one node), the hub's locks while a
 // remoteSink's Notify takes its mu, and owner.mu while takeLocal queues a
 // request (and, if the queue is full, sends its answer). Node.outMu, an
-// outbox's mu and a localBox's mu are taken last: no other lock is
-// taken while one is held.
+// outbox's mu and a localBox's mu are taken last: no other lock of
+// this package is taken while one is held.
 package cluster
