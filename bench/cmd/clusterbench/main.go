@@ -5,6 +5,12 @@
 // and that every notification owed arrived exactly once.
 //
 //	go run ./bench/cmd/clusterbench [-broker BIN] [-subs 4000] [-pubs 20000]
+//	go run ./bench/cmd/clusterbench -workload moving [-ops 40000]
+//
+// The default workload (cells) subscribes first and then publishes, some
+// publications above the shard depth: the cluster's hardest case, about 40
+// notifications a publication. -workload moving runs the moving-user
+// workload of the broker's other benchmarks through bench/loadgen.
 package main
 
 import (
@@ -38,21 +44,41 @@ func main() {
 	seed := flag.Int64("seed", 1, "workload seed")
 	keep := flag.Bool("keep", false, "keep the brokers' data and logs")
 	flag.StringVar(&profileDir, "pprof", "", "write a 5 s CPU profile of each broker, from the start of the publications, to this directory")
+	kind := flag.String("workload", "cells", "cells (subscriptions first, publications at depths 1-6) or moving (the moving-user workload, closed loop)")
+	ops := flag.Int("ops", 40000, "operations of the moving-user workload")
 	flag.Parse()
-	if err := run(*bin, *subs, *pubs, *conns, *window, *seed, *keep); err != nil {
+	var measureOn func([]*procs.Node) (result, error)
+	switch *kind {
+	case "cells":
+		w := newWorkload(*subs, *pubs, *seed)
+		fmt.Printf("%d subscriptions, %d publications, %d notifications owed\n", *subs, *pubs, w.owed)
+		measureOn = func(nodes []*procs.Node) (result, error) { return measure(nodes, w, *conns, *window) }
+	case "moving":
+		w, err := movingUsers(*ops, *seed)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "clusterbench:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("moving users: 10000 users, %d operations, 3 subscriptions per publication, closed loop\n", *ops)
+		measureOn = func(nodes []*procs.Node) (result, error) { return measureMoving(nodes, w, *seed) }
+	default:
+		fmt.Fprintf(os.Stderr, "clusterbench: -workload %q: use cells or moving\n", *kind)
+		os.Exit(2)
+	}
+	if err := run(*bin, measureOn, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "clusterbench:", err)
 		os.Exit(1)
 	}
 }
 
-type workload struct {
+type cellsWorkload struct {
 	subs, pubs []string // cells
 	owed       int64
 }
 
 // newWorkload puts subscriptions at depth 6 and publications at depths
 // 1 to 6, so some reach several shards and many subscribers.
-func newWorkload(nsubs, npubs int, seed int64) *workload {
+func newWorkload(nsubs, npubs int, seed int64) *cellsWorkload {
 	r := rand.New(rand.NewSource(seed))
 	cell := func(depth int) string {
 		p := make([]string, depth)
@@ -61,7 +87,7 @@ func newWorkload(nsubs, npubs int, seed int64) *workload {
 		}
 		return strings.Join(p, ".")
 	}
-	w := &workload{}
+	w := &cellsWorkload{}
 	for range nsubs {
 		w.subs = append(w.subs, cell(6))
 	}
@@ -84,12 +110,13 @@ func newWorkload(nsubs, npubs int, seed int64) *workload {
 
 type result struct {
 	seconds, cpu float64
-	got, owed    int64
+	got, owed    int64 // notifications (live and past results)
+	live         int64 // of got, live notifications (moving users)
 	natsMsgs     float64
 	natsKinds    map[string]float64 // per publication, by kind
 }
 
-func run(bin string, nsubs, npubs, conns, window int, seed int64, keep bool) error {
+func run(bin string, measure func([]*procs.Node) (result, error), keep bool) error {
 	dir, done, err := procs.WorkDir("clusterbench", keep)
 	if err != nil {
 		return err
@@ -98,8 +125,6 @@ func run(bin string, nsubs, npubs, conns, window int, seed int64, keep bool) err
 	if bin, err = procs.Broker(bin, dir); err != nil {
 		return err
 	}
-	w := newWorkload(nsubs, npubs, seed)
-	fmt.Printf("%d subscriptions, %d publications, %d notifications owed\n", nsubs, npubs, w.owed)
 	// The per-connection rate limit (2,000 requests/s by default) would
 	// refuse the closed loop of a fast node: this prices the path, not
 	// admission.
@@ -111,7 +136,7 @@ func run(bin string, nsubs, npubs, conns, window int, seed int64, keep bool) err
 	if err != nil {
 		return err
 	}
-	a, err := measure(one, w, conns, window)
+	a, err := measure(one)
 	stopAll(one)
 	if err != nil {
 		return err
@@ -120,7 +145,7 @@ func run(bin string, nsubs, npubs, conns, window int, seed int64, keep bool) err
 	if err != nil {
 		return err
 	}
-	b, err := measure(c.Nodes, w, conns, window)
+	b, err := measure(c.Nodes)
 	c.Stop()
 	if err != nil {
 		return err
@@ -129,8 +154,11 @@ func run(bin string, nsubs, npubs, conns, window int, seed int64, keep bool) err
 		name string
 		r    result
 	}{{"one node", a}, {"three nodes", b}} {
-		fmt.Printf("%-12s %8.0f notifications/s, %6.2f CPU-s per million notifications, %d of %d owed arrived, %.1f NATS messages between nodes per operation\n",
+		fmt.Printf("%-12s %8.0f notifications/s, %6.2f CPU-s per million notifications, %d of %d owed arrived, %.1f NATS messages between nodes per publication\n",
 			x.name, float64(x.r.got)/x.r.seconds, x.r.cpu/float64(x.r.got)*1e6, x.r.got, x.r.owed, x.r.natsMsgs)
+		if x.r.live > 0 {
+			fmt.Printf("%-12s %d live notifications and %d past results\n", "", x.r.live, x.r.got-x.r.live)
+		}
 	}
 	fmt.Printf("NATS messages between nodes per publication, by kind:")
 	for _, m := range messageKinds {
@@ -211,7 +239,7 @@ func clusterMessages(nodes []*procs.Node) map[string]float64 {
 
 var messageKinds = []string{"requests", "replies", "notification_batches", "log_appends"}
 
-func measure(nodes []*procs.Node, w *workload, conns, window int) (result, error) {
+func measure(nodes []*procs.Node, w *cellsWorkload, conns, window int) (result, error) {
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var got atomic.Int64

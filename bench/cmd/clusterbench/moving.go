@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/seed84792017/cellcast/bench/loadgen"
+	"github.com/seed84792017/cellcast/bench/procs"
+	"github.com/seed84792017/cellcast/bench/workload"
+)
+
+// movingUsers is the moving-user workload of the broker's other
+// benchmarks (bench/workload: 10k users over New York, quad tree depth 8,
+// 3 subscriptions per publication), kept at or below the shard depth so
+// that the load generator's oracle holds on a cluster (workload.MinLevel).
+func movingUsers(ops int, seed int64) ([]workload.Op, error) {
+	g, err := workload.New(workload.Config{Seed: seed, Ops: ops, Users: 10000, SubsPerPub: 3, Space: workload.Quad, Depth: 8, MinLevel: 2})
+	if err != nil {
+		return nil, err
+	}
+	return g.All(), nil
+}
+
+// measureMoving runs ops closed loop through bench/loadgen (16 subscriber
+// and 4 publisher connections spread over the nodes, 16 in flight each)
+// and checks its oracle. A delivery is a live notification or a past
+// result: in a closed loop the split between them follows the timing.
+func measureMoving(nodes []*procs.Node, ops []workload.Op, seed int64) (result, error) {
+	var urls []string
+	for _, n := range nodes {
+		urls = append(urls, n.WS())
+	}
+	cpu0, err := cpuTotal(nodes)
+	if err != nil {
+		return result{}, err
+	}
+	msgs0 := clusterMessages(nodes)
+	profile(nodes)
+	start := time.Now()
+	rep, err := loadgen.Run(context.Background(), loadgen.Config{WSURLs: urls, Ops: ops, Closed: true, Conns: 16, PubConns: 4, Window: 16,
+		Seed: seed, Settle: 500 * time.Millisecond})
+	if err != nil {
+		return result{}, err
+	}
+	secs := time.Since(start).Seconds()
+	cpu1, err := cpuTotal(nodes)
+	if err != nil {
+		return result{}, err
+	}
+	comp := rep.Completeness
+	if !comp.OK() {
+		return result{}, fmt.Errorf("completeness: %d missing, %d twice, %d unexpected: %s", comp.Missing, comp.Duplicates, comp.Unexpected,
+			strings.Join(comp.Examples, "; "))
+	}
+	if len(rep.Errors) > 0 {
+		return result{}, fmt.Errorf("errors: %v", rep.Errors)
+	}
+	got := int64(rep.Notifications + rep.PastResults)
+	r := result{seconds: secs, cpu: cpu1 - cpu0, got: got, owed: int64(comp.ExpectedLive + comp.ExpectedPast), live: int64(rep.Notifications)}
+	msgs1 := clusterMessages(nodes)
+	r.natsKinds = map[string]float64{}
+	for _, m := range messageKinds {
+		r.natsKinds[m] = (msgs1[m] - msgs0[m]) / float64(rep.Publishes)
+		r.natsMsgs += r.natsKinds[m]
+	}
+	return r, nil
+}
+
+// cpuTotal is the CPU time of every node's process so far.
+func cpuTotal(nodes []*procs.Node) (float64, error) {
+	total := 0.0
+	for _, n := range nodes {
+		s, err := cpuSeconds(n.Cmd.Process.Pid)
+		if err != nil {
+			return 0, err
+		}
+		total += s
+	}
+	return total, nil
+}
