@@ -272,7 +272,7 @@ func live(b *brokerProc, w *workload, enc client.Encoding) error {
 		return float64(lat[min(len(lat)-1, int(q*float64(len(lat))))]) / 1000
 	}
 	livePubs := len(bk.pubTimes)
-	fmt.Printf("| %s | %d | %d | %.0f | %.0f | %.0f | %.0f | %.1f | %.1f | %.1f | ≤%g, ≤%g | %s | %s | %.0f | %d | %.0f, %.0f, %.0f | %.1f |\n",
+	fmt.Printf("| %s | %d | %d | %.0f | %.0f | %.0f | %.0f | %.1f | %.1f | %.1f | ≤%.1f, ≤%.1f | %s | %s | %.0f | %d | %.0f, %.0f, %.0f | %.1f |\n",
 		encName(enc), *nSubs, *subConns, *rate, float64(livePubs)/duration.Seconds(), float64(len(wantLive))/float64(max(1, len(bk.pubs)-*warm)),
 		float64(len(got))/secs, pct(0.5), pct(0.99), pct(1), sp50*1000, sp99*1000, liveCmp, pastCmp, subRate, moves, rssSubs, rssEnd, rssPeak, cpuSeconds()-cpu0)
 	if len(bk.errors) > 0 {
