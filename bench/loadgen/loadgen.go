@@ -143,7 +143,7 @@ type run struct {
 	replyLat              *histo
 	pubDone               *sync.WaitGroup // publishers done with their tasks
 	past                  *spool          // past results, at = 0
-	nonce                 string          // names this run in each publication's description
+	mark                  string          // " #<nonce>.": names this run in each publication's description
 	gaps                  gaps
 }
 
@@ -153,7 +153,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	r := &run{cfg: cfg, errs: map[string]int{}, cuts: map[string]int{}, replyLat: newHisto(),
-		nonce: strconv.FormatInt(time.Now().UnixNano(), 36)}
+		mark: " #" + strconv.FormatInt(time.Now().UnixNano(), 36) + "."}
 	r.subs = make([]subRec, len(cfg.Ops))
 	r.pubs = make([]pubRec, len(cfg.Ops))
 	var err error
@@ -327,16 +327,16 @@ func unknownOutcome(code string) bool {
 // then the run's nonce and the operation's index, which its notifications
 // bring back (pubOf).
 func (r *run) desc(t task) string {
-	return t.op.Desc + " #" + r.nonce + "." + strconv.Itoa(t.index)
+	return t.op.Desc + r.mark + strconv.Itoa(t.index)
 }
 
 // pubOf is the index of the publication that desc names, or -1.
 func (r *run) pubOf(desc string) int64 {
-	i := strings.LastIndex(desc, " #"+r.nonce+".")
+	i := strings.LastIndex(desc, r.mark)
 	if i < 0 {
 		return -1
 	}
-	n, err := strconv.Atoi(desc[i+len(r.nonce)+3:])
+	n, err := strconv.Atoi(desc[i+len(r.mark):])
 	if err != nil || n < 0 || n >= len(r.pubs) {
 		return -1
 	}

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -49,6 +50,7 @@ func run() error {
 		dropConns  = flag.Bool("drop-connections", false, "cut random subscriber connections (every -drop-every, 2s if unset) and resume them; completeness must still hold")
 		dropEvery  = flag.Duration("drop-every", 0, "cut a random subscriber connection this often and resume it (0: never)")
 		quiet      = flag.Bool("quiet", false, "no progress lines")
+		cpuProfile = flag.String("cpuprofile", "", "write the load generator's own CPU profile here (it shares the machine with the broker)")
 
 		seed     = flag.Int64("seed", 1, "workload seed")
 		ops      = flag.Int("ops", 100_000, "operations")
@@ -100,6 +102,17 @@ func run() error {
 		DropEvery: *dropEvery, Seed: *seed, ShardDepth: *shardDepth}
 	if !*quiet {
 		lc.Progress = os.Stderr
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	rep, err := loadgen.Run(ctx, lc)
 	if err != nil {
