@@ -18,10 +18,14 @@ var ErrOverloaded = errors.New("overloaded")
 type OverloadedError struct {
 	Backlog    int64 // notifications owed
 	Bytes      int64 // their estimated size
+	Behind     bool  // subscribers are behind together (lag.go)
 	RetryAfter time.Duration
 }
 
 func (e *OverloadedError) Error() string {
+	if e.Behind {
+		return fmt.Sprintf("overloaded: subscribers are catching up with what they missed; retry in %v", e.RetryAfter)
+	}
 	return fmt.Sprintf("overloaded: %d notifications (%d MiB) wait to be delivered; retry in %v", e.Backlog, e.Bytes>>20, e.RetryAfter)
 }
 
@@ -91,6 +95,10 @@ func (b *backlog) remove(res *subscriptions.PublishResult) {
 // bound. Publications admitted at the same instant may still overshoot
 // the bound by what they match.
 func (h *Hub) admit() error {
+	if h.behindTogether() {
+		h.overloaded.Add(1)
+		return &OverloadedError{Behind: true, RetryAfter: retryAfter}
+	}
 	b := &h.backlog
 	n, bytes := b.n.Load(), b.bytes.Load()
 	fanout := b.fanout.Load() / 16

@@ -67,6 +67,9 @@ type Config struct {
 	// 256 MiB.
 	MaxBacklog      int
 	MaxBacklogBytes int64
+	// MaxLag: while subscribers are behind for longer than this together
+	// (lag.go), Publish refuses with an *OverloadedError. Default 2 s.
+	MaxLag time.Duration
 }
 
 // route is where a subscription's notifications go: to sink, for
@@ -93,6 +96,10 @@ type route struct {
 	// dispatcher under the read lock, otherwise under the write lock.
 	last                        int64
 	holding, lagging, cancelled bool // cancelled: Unsubscribe cut tmax to the cancel; under the write lock
+	// lagSince is when the subscription fell behind (unix ns), kept by
+	// the route of its catch-up until it has caught up; 0 while it is
+	// not behind. Written with lagging.
+	lagSince int64
 }
 
 func (r *route) hold(n *Notification) {
@@ -154,6 +161,7 @@ type Hub struct {
 
 	dispatched, unrouted, refused, published, skipped, catchUps, overloaded atomic.Uint64
 	backlog                                                                 backlog
+	lags                                                                    lagWatch
 
 	// The dispatcher fans released publications out, in order, on its own
 	// goroutine, so a large fan-out never holds up operations starting.
@@ -175,7 +183,11 @@ func New(cfg Config) *Hub {
 	if cfg.MaxBacklogBytes == 0 {
 		cfg.MaxBacklogBytes = 256 << 20
 	}
-	h := &Hub{cfg: cfg, routes: map[int64]*route{}, ending: map[int64][]int64{}, lagging: map[int64]*route{}}
+	if cfg.MaxLag == 0 {
+		cfg.MaxLag = 2 * time.Second
+	}
+	h := &Hub{cfg: cfg, routes: map[int64]*route{}, ending: map[int64][]int64{}, lagging: map[int64]*route{},
+		lags: lagWatch{caughtUp: map[Sink]int64{}}}
 	h.seq.clock = cfg.Clock
 	h.seq.pubs.init()
 	h.seq.joins.init()
@@ -414,6 +426,9 @@ func (h *Hub) open(r *route) {
 				refused++
 				h.lag(r)
 			}
+		}
+		if !r.lagging {
+			r.lagSince = 0 // caught up
 		}
 	}
 	r.held = nil

@@ -62,7 +62,8 @@ func openHubOver(t *testing.T, wrap func(subscriptions.Store) subscriptions.Stor
 	if wrap != nil {
 		store = wrap(st)
 	}
-	h := New(Config{Store: store, Clock: st.Clock(), Encode: func(p *subscriptions.Publication) []byte { return []byte(p.Pid()) }})
+	// MaxLag far away: tests of lag-driven overload set their own.
+	h := New(Config{Store: store, Clock: st.Clock(), Encode: func(p *subscriptions.Publication) []byte { return []byte(p.Pid()) }, MaxLag: time.Hour})
 	t.Cleanup(func() {
 		h.Close()
 		st.Close()

@@ -3,6 +3,8 @@ package delivery
 import (
 	"context"
 	"errors"
+	"sync/atomic"
+	"time"
 
 	"github.com/seed84792017/cellcast/subscriptions"
 )
@@ -19,6 +21,9 @@ import (
 // (it is the only writer then), open under the write lock.
 func (h *Hub) lag(r *route) {
 	r.lagging = true
+	if r.lagSince == 0 {
+		r.lagSince = time.Now().UnixNano()
+	}
 	h.lagging[r.ts] = r
 }
 
@@ -61,6 +66,7 @@ func (h *Hub) replay(r *route, res *subscriptions.ReplayResult) bool {
 // sink's Notify takes.
 func (h *Hub) CatchUp(ctx context.Context, sink Sink) (int, error) {
 	h.mu.Lock()
+	h.lags.caughtUp[sink] = time.Now().UnixNano()
 	var todo []*route
 	for _, r := range h.lagging {
 		if r.sink == sink {
@@ -91,7 +97,7 @@ func (h *Hub) catchUp(ctx context.Context, r *route) (bool, error) {
 		h.mu.Unlock()
 		return true, nil // resumed elsewhere, detached or expired
 	}
-	after, tmax := r.last, r.tmax
+	after, tmax, lagSince := r.last, r.tmax, r.lagSince
 	h.mu.Unlock()
 	l := h.seq.beginJoin()
 	defer h.seq.finishJoin(l)
@@ -111,7 +117,7 @@ func (h *Hub) catchUp(ctx context.Context, r *route) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	nr := &route{sink: r.sink, sid: r.sid, uid: r.uid, ts: r.ts, from: res.Now, tmax: min(tmax, res.Sub.Tmax), last: after}
+	nr := &route{sink: r.sink, sid: r.sid, uid: r.uid, ts: r.ts, from: res.Now, tmax: min(tmax, res.Sub.Tmax), last: after, lagSince: lagSince}
 	if !h.attach(nr, r) {
 		return true, nil
 	}
@@ -119,4 +125,58 @@ func (h *Hub) catchUp(ctx context.Context, r *route) (bool, error) {
 	h.open(nr)
 	h.catchUps.Add(1)
 	return !refused, nil
+}
+
+// Subscribers that fall behind together are an overload the backlog
+// bound cannot see: what they miss waits in the store, not in a queue,
+// while publishers go on being answered at once, until it expires there.
+// So while a quarter or more of the sinks holding routes have had a
+// subscription behind for longer than MaxLag, and go on catching up (a
+// sink that stopped reading does not; its write deadline cuts it),
+// Publish refuses with overloaded, and the subscribers catch up in the
+// meantime. One slow client among many does not stop the publishers: it
+// alone may lose what expires before it catches up.
+type lagWatch struct {
+	checked  atomic.Int64 // when behind was last worked out, unix ns
+	behind   atomic.Bool
+	caughtUp map[Sink]int64 // each sink's last CatchUp, unix ns; under the hub's write lock
+}
+
+// lagCheckEvery: how often admit looks at the lagging routes again.
+const lagCheckEvery = 250 * time.Millisecond
+
+// behindTogether reports whether subscribers are behind as described
+// above, working it out at most every lagCheckEvery.
+func (h *Hub) behindTogether() bool {
+	w := &h.lags
+	now := time.Now().UnixNano()
+	last := w.checked.Load()
+	if now-last < int64(lagCheckEvery) || !w.checked.CompareAndSwap(last, now) {
+		return w.behind.Load()
+	}
+	maxLag := int64(h.cfg.MaxLag)
+	h.mu.Lock() // the dispatcher writes lagging under the read lock
+	stale := map[Sink]bool{}
+	for _, r := range h.lagging {
+		if r.lagSince != 0 && now-r.lagSince > maxLag && now-w.caughtUp[r.sink] < maxLag {
+			stale[r.sink] = true
+		}
+	}
+	holders := 0
+	if len(stale) > 0 {
+		sinks := map[Sink]bool{}
+		for _, r := range h.routes {
+			sinks[r.sink] = true
+		}
+		holders = len(sinks)
+	}
+	for s, t := range w.caughtUp {
+		if now-t > int64(time.Minute) {
+			delete(w.caughtUp, s) // a sink long gone or long caught up
+		}
+	}
+	h.mu.Unlock()
+	behind := len(stale) > 0 && 4*len(stale) >= holders
+	w.behind.Store(behind)
+	return behind
 }
