@@ -35,9 +35,13 @@
 // the store (as Resume does) and routes it live again (lag.go). So a slow
 // reader costs a bounded queue, and loses nothing that has not expired.
 // Publish refuses with an *OverloadedError while the notifications owed
-// and not yet dispatched exceed Config.MaxBacklog or MaxBacklogBytes.
+// and not yet dispatched exceed Config.MaxBacklog or MaxBacklogBytes, and
+// while subscribers are behind together (a quarter of the sinks holding
+// routes behind for over Config.MaxLag and still catching up), since what
+// they missed would expire in the store if publications kept coming.
 //
-// Locks. Hub.mu (routes, lagging routes, recent dispatches), the
+// Locks. Hub.mu (routes, lagging routes and when each sink last caught
+// up, recent dispatches), the
 // sequencer's mu and Hub.dmu (the dispatcher's queue) are never held
 // together. Under Hub.mu (read by the dispatcher, written by attach, open,
 // Expire, Detach and CatchUp) the hub calls Config.Encode and Sink.Notify:
