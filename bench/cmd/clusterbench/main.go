@@ -16,6 +16,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -112,6 +113,7 @@ type result struct {
 	seconds, cpu float64
 	got, owed    int64 // notifications (live and past results)
 	live         int64 // of got, live notifications (moving users)
+	refused      int64 // publishes refused overloaded (retried in the cells workload, dropped in moving)
 	natsMsgs     float64
 	natsKinds    map[string]float64 // per publication, by kind
 }
@@ -156,6 +158,9 @@ func run(bin string, measure func([]*procs.Node) (result, error), keep bool) err
 	}{{"one node", a}, {"three nodes", b}} {
 		fmt.Printf("%-12s %8.0f notifications/s, %6.2f CPU-s per million notifications, %d of %d owed arrived, %.1f NATS messages between nodes per publication\n",
 			x.name, float64(x.r.got)/x.r.seconds, x.r.cpu/float64(x.r.got)*1e6, x.r.got, x.r.owed, x.r.natsMsgs)
+		if x.r.refused > 0 {
+			fmt.Printf("%-12s %d publishes refused overloaded\n", "", x.r.refused)
+		}
 		if x.r.live > 0 {
 			fmt.Printf("%-12s %d live notifications and %d past results\n", "", x.r.live, x.r.got-x.r.live)
 		}
@@ -288,7 +293,7 @@ func measure(nodes []*procs.Node, w *cellsWorkload, conns, window int) (result, 
 	msgs0 := clusterMessages(nodes)
 	profile(nodes)
 	start := time.Now()
-	var next atomic.Int64
+	var next, refusals atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, len(pubConns)*window)
 	for _, c := range pubConns {
@@ -301,9 +306,19 @@ func measure(nodes []*procs.Node, w *cellsWorkload, conns, window int) (result, 
 					if k >= len(w.pubs) {
 						return
 					}
-					if _, err := c.Publish(ctx, client.PublishRequest{Location: client.Cell(w.pubs[k]), Expires: 10 * time.Minute, Desc: "bench"}); err != nil {
-						errs <- err
-						return
+					for {
+						_, err := c.Publish(ctx, client.PublishRequest{Location: client.Cell(w.pubs[k]), Expires: 10 * time.Minute, Desc: "bench"})
+						var ce *client.Error
+						if errors.As(err, &ce) && ce.Code == "overloaded" {
+							refusals.Add(1) // back-pressure: nothing stored; retry as told
+							time.Sleep(ce.RetryAfter)
+							continue
+						}
+						if err != nil {
+							errs <- err
+							return
+						}
+						break
 					}
 				}
 			}()
@@ -324,7 +339,7 @@ func measure(nodes []*procs.Node, w *cellsWorkload, conns, window int) (result, 
 		cpu1 += s
 	}
 	time.Sleep(500 * time.Millisecond) // anything beyond what is owed
-	r := result{seconds: secs, cpu: cpu1 - cpu0, got: got.Load(), owed: w.owed}
+	r := result{seconds: secs, cpu: cpu1 - cpu0, got: got.Load(), owed: w.owed, refused: refusals.Load()}
 	msgs1 := clusterMessages(nodes)
 	r.natsKinds = map[string]float64{}
 	for _, m := range messageKinds {
