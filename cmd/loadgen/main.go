@@ -19,11 +19,11 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime/pprof"
 	"strings"
 	"time"
 
 	"github.com/seed84792017/cellcast/bench/loadgen"
+	"github.com/seed84792017/cellcast/bench/procs"
 	"github.com/seed84792017/cellcast/bench/workload"
 )
 
@@ -104,15 +104,11 @@ func run() error {
 		lc.Progress = os.Stderr
 	}
 	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+		stop, err := procs.ProfileCPU(*cpuProfile)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	rep, err := loadgen.Run(ctx, lc)
 	if err != nil {

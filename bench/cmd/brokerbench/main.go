@@ -31,7 +31,6 @@ import (
 	"math"
 	"math/rand"
 	"os"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"sync"
@@ -39,6 +38,7 @@ import (
 	"time"
 
 	"github.com/seed84792017/cellcast/bench/places"
+	"github.com/seed84792017/cellcast/bench/procs"
 	"github.com/seed84792017/cellcast/client"
 )
 
@@ -77,15 +77,11 @@ func main() {
 
 func run() error {
 	if *selfProf != "" {
-		f, err := os.Create(*selfProf)
+		stop, err := procs.ProfileCPU(*selfProf)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	w, err := newWorkload()
 	if err != nil {
