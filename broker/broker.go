@@ -84,7 +84,11 @@ type Config struct {
 	// overloaded. Defaults 1,000,000 and 256 MiB.
 	MaxBacklog      int
 	MaxBacklogBytes int64
-	Pprof           bool // serve /debug/pprof/ where /metrics is served
+	// MaxLag: while a quarter of the connections holding subscriptions
+	// have been behind for longer, and still read, publishes are refused
+	// with overloaded (delivery.Config). Default 2 s.
+	MaxLag time.Duration
+	Pprof  bool // serve /debug/pprof/ where /metrics is served
 	// FS is the store's file system; nil is the OS's. Tests inject disk
 	// faults through it (lsm/vfs).
 	FS vfs.FS
@@ -247,7 +251,7 @@ func Start(cfg Config) (_ *Broker, err error) {
 		loc = gateway.NewLocator(tree, b.store.Topics())
 		// The service owns the store and the catalog from here on.
 		b.svc = service.New(service.Config{Store: b.store, Catalog: b.catalog, Encode: loc.EncodePublication,
-			MaxBacklog: cfg.MaxBacklog, MaxBacklogBytes: cfg.MaxBacklogBytes, Log: b.log})
+			MaxBacklog: cfg.MaxBacklog, MaxBacklogBytes: cfg.MaxBacklogBytes, MaxLag: cfg.MaxLag, Log: b.log})
 		core = b.svc
 		registerService(reg, b.svc)
 		names := []string{"dualdb"}

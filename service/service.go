@@ -48,7 +48,10 @@ type Config struct {
 	// yet handed to a sink (delivery.Config); zero takes the defaults.
 	MaxBacklog      int
 	MaxBacklogBytes int64
-	Log             *slog.Logger
+	// MaxLag: how long subscribers may be behind together before
+	// publishes are refused (delivery.Config); zero takes the default.
+	MaxLag time.Duration
+	Log    *slog.Logger
 }
 
 // Stats are the hub's counters and the catalog's failures.
@@ -79,7 +82,7 @@ func New(cfg Config) *Service {
 		s.log = slog.Default()
 	}
 	s.hub = delivery.New(delivery.Config{Store: cfg.Store, Clock: cfg.Store.Clock(), Encode: cfg.Encode,
-		MaxBacklog: cfg.MaxBacklog, MaxBacklogBytes: cfg.MaxBacklogBytes})
+		MaxBacklog: cfg.MaxBacklog, MaxBacklogBytes: cfg.MaxBacklogBytes, MaxLag: cfg.MaxLag})
 	s.janitor.Add(1)
 	go s.expireRoutes()
 	return s

@@ -91,6 +91,7 @@ func run(args []string) int {
 	fs.DurationVar(&c.Gateway.WriteTimeout, "write-timeout", 10*time.Second, "how long a write to a client may stall before the client is cut as not reading")
 	fs.IntVar(&c.MaxBacklog, "max-backlog", 1_000_000, "notifications owed to subscribers and not yet handed to their connections; past it publishes are refused with overloaded")
 	backlogMiB := fs.Int64("max-backlog-mib", 256, "the same bound in MiB of publications and notifications")
+	fs.DurationVar(&c.MaxLag, "max-lag", 2*time.Second, "while a quarter or more of the connections holding subscriptions have been behind this long and still read, publishes are refused with overloaded, so what they missed does not expire in the store (keep it well under publications' lifetimes)")
 	durability := fs.String("durability", "sync", "what a write has reached when it is acknowledged: sync (the WAL is fsynced: survives a crash of the process or the machine; concurrent requests share fsyncs) or os (the WAL is written to the OS: survives kill -9 of the broker, not an OS crash or power loss)")
 	legacySync := fs.Bool("sync", false, "same as --durability sync, the default (kept for old scripts)")
 	fs.StringVar(&c.Indexes, "index", catalog.DefaultIndexes, "the publication attributes the query op can search, as attr=strategy pairs: attr is uid, tp or an attrs key; strategy is embedded, eager, lazy, composite, deli or bloom-hierarchy (docs/secondary-indexes.md); none for no catalog")
@@ -152,8 +153,8 @@ func run(args []string) int {
 		debug.SetMemoryLimit(*memLimitMiB << 20)
 	}
 	c.MaxBacklogBytes = *backlogMiB << 20
-	if c.MaxBacklog <= 0 || c.MaxBacklogBytes <= 0 || c.Gateway.SendQueue <= 0 || c.Gateway.SendQueueBytes <= 0 || c.Gateway.WriteTimeout <= 0 || c.Gateway.ReplyBudget <= 0 {
-		fmt.Fprintln(os.Stderr, "broker: --max-backlog, --max-backlog-mib, --send-queue, --send-queue-bytes, --write-timeout and --reply-budget must be positive")
+	if c.MaxBacklog <= 0 || c.MaxBacklogBytes <= 0 || c.MaxLag <= 0 || c.Gateway.SendQueue <= 0 || c.Gateway.SendQueueBytes <= 0 || c.Gateway.WriteTimeout <= 0 || c.Gateway.ReplyBudget <= 0 {
+		fmt.Fprintln(os.Stderr, "broker: --max-backlog, --max-backlog-mib, --max-lag, --send-queue, --send-queue-bytes, --write-timeout and --reply-budget must be positive")
 		return 2
 	}
 	g, h := c.Gateway, c.HTTP
