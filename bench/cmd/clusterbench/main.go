@@ -217,6 +217,19 @@ func cpuSeconds(pid int) (float64, error) {
 	return (u + s) / 100, nil // USER_HZ
 }
 
+// cpuTotal is the CPU time of every node's process so far.
+func cpuTotal(nodes []*procs.Node) (float64, error) {
+	total := 0.0
+	for _, n := range nodes {
+		s, err := cpuSeconds(n.Cmd.Process.Pid)
+		if err != nil {
+			return 0, err
+		}
+		total += s
+	}
+	return total, nil
+}
+
 // clusterMessages sums, over every node's /metrics, the NATS messages
 // the nodes sent each other, by kind: requests, replies, notification
 // batches and log appends.
@@ -282,13 +295,9 @@ func measure(nodes []*procs.Node, w *cellsWorkload, conns, window int) (result, 
 		}
 		pubConns = append(pubConns, c)
 	}
-	cpu0 := 0.0
-	for _, n := range nodes {
-		s, err := cpuSeconds(n.Cmd.Process.Pid)
-		if err != nil {
-			return result{}, err
-		}
-		cpu0 += s
+	cpu0, err := cpuTotal(nodes)
+	if err != nil {
+		return result{}, err
 	}
 	msgs0 := clusterMessages(nodes)
 	profile(nodes)
@@ -333,10 +342,9 @@ func measure(nodes []*procs.Node, w *cellsWorkload, conns, window int) (result, 
 		time.Sleep(10 * time.Millisecond)
 	}
 	secs := time.Since(start).Seconds()
-	cpu1 := 0.0
-	for _, n := range nodes {
-		s, _ := cpuSeconds(n.Cmd.Process.Pid)
-		cpu1 += s
+	cpu1, err := cpuTotal(nodes)
+	if err != nil {
+		return result{}, err
 	}
 	time.Sleep(500 * time.Millisecond) // anything beyond what is owed
 	r := result{seconds: secs, cpu: cpu1 - cpu0, got: got.Load(), owed: w.owed, refused: refusals.Load()}

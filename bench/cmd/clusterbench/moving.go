@@ -69,16 +69,3 @@ func measureMoving(nodes []*procs.Node, ops []workload.Op, seed int64) (result, 
 	}
 	return r, nil
 }
-
-// cpuTotal is the CPU time of every node's process so far.
-func cpuTotal(nodes []*procs.Node) (float64, error) {
-	total := 0.0
-	for _, n := range nodes {
-		s, err := cpuSeconds(n.Cmd.Process.Pid)
-		if err != nil {
-			return 0, err
-		}
-		total += s
-	}
-	return total, nil
-}
