@@ -29,8 +29,9 @@ type sender interface {
 // localBox queues, in order, what this node's owners send to its holder,
 // and hands it over on a goroutine of its own, as the NATS inbox would.
 type localBox struct {
-	h    *holder
-	kick chan struct{}
+	h       *holder
+	replies string // the subject prefix of replies to this node
+	kick    chan struct{}
 
 	mu     sync.Mutex
 	items  []localItem
@@ -46,7 +47,7 @@ type localItem struct {
 }
 
 func newLocalBox(h *holder) *localBox {
-	b := &localBox{h: h, kick: make(chan struct{}, 1)}
+	b := &localBox{h: h, replies: nodeSubject + h.n.cfg.ID + ".r.", kick: make(chan struct{}, 1)}
 	go b.run()
 	return b
 }
@@ -65,7 +66,7 @@ func (b *localBox) run() {
 			case it.ended != nil:
 				b.h.lost(it.ended)
 			default:
-				b.h.replied(strings.TrimPrefix(it.subject, nodeSubject+b.h.n.cfg.ID+".r."), it.data, false)
+				b.h.replied(strings.TrimPrefix(it.subject, b.replies), it.data, false)
 			}
 			*it = localItem{}
 		}
