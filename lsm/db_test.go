@@ -203,6 +203,32 @@ func (r *diffRun) checkVisits() {
 			}
 		}
 	}
+	if r.filter != nil {
+		return
+	}
+	// Skipping every key at its first fragment visits each key once, at
+	// its newest fragment: a prefix of its value.
+	newest := map[string][]byte{}
+	if err := r.db.VisitRange(lo, hi, nil, func(f *Fragment) VisitDecision {
+		if _, again := newest[string(f.Key)]; again {
+			r.t.Fatalf("VisitRange visited %s again after VisitSkipKey", f.Key)
+		}
+		newest[string(f.Key)] = append([]byte(nil), f.Value...)
+		return VisitSkipKey
+	}); err != nil {
+		r.t.Fatal(err)
+	}
+	for _, key := range r.m.keysIn(lo, hi) {
+		want, _ := r.db.Get([]byte(key))
+		first, ok := newest[key]
+		if !ok || !bytes.HasPrefix(want, first) || len(want) > 0 && len(first) == 0 {
+			r.t.Fatalf("VisitRange skipping keys: %s's first fragment %x (visited %v), value %x", key, first, ok, want)
+		}
+		delete(newest, key)
+	}
+	if len(newest) > 0 {
+		r.t.Fatalf("VisitRange skipping keys visited %d keys the model lacks", len(newest))
+	}
 }
 
 func (r *diffRun) reopen() {

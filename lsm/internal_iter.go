@@ -28,6 +28,10 @@ type internalIterator interface {
 
 type memIter struct{ *memtable.Iter }
 
+// userKeySkipper is an iterator that can move past the rest of the
+// current user key's entries without reading them: a memtable's.
+type userKeySkipper interface{ NextUserKey() }
+
 func (memIter) Error() error { return nil }
 func (memIter) Close() error { return nil }
 

@@ -155,7 +155,12 @@ func (d *DB) VisitRange(lo, hi []byte, o *VisitOptions, fn func(*Fragment) Visit
 		} else {
 			it.First()
 		}
-		for ; it.Valid(); it.Next() {
+		// A memtable iterator can leave a settled key's older fragments
+		// unread: a subscription list under a publication scan has many.
+		skipper, _ := it.(userKeySkipper)
+		var next func() // it.Next, or past the key just settled
+		for ; it.Valid(); next() {
+			next = it.Next
 			k := it.Key()
 			if hi != nil && bytes.Compare(k.UserKey, hi) >= 0 {
 				break
@@ -168,6 +173,9 @@ func (d *DB) VisitRange(lo, hi []byte, o *VisitOptions, fn func(*Fragment) Visit
 			}
 			if k.Kind() == base.KindDelete {
 				settle(k.UserKey)
+				if skipper != nil {
+					next = skipper.NextUserKey
+				}
 				continue
 			}
 			fr = Fragment{Key: k.UserKey, Value: it.Value(), Kind: k.Kind(), Seq: k.Seq(), Level: level, FileNum: num}
@@ -177,9 +185,13 @@ func (d *DB) VisitRange(lo, hi []byte, o *VisitOptions, fn func(*Fragment) Visit
 			case VisitSkipKey:
 				settle(k.UserKey)
 			default:
-				if k.Kind() == base.KindSet {
-					settle(k.UserKey)
+				if k.Kind() != base.KindSet {
+					continue
 				}
+				settle(k.UserKey)
+			}
+			if skipper != nil {
+				next = skipper.NextUserKey
 			}
 		}
 		return true, it.Error()
