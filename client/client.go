@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -36,6 +37,8 @@ type Client struct {
 		sub    *Subscription // the last one a notification went to
 		subGen uint64        // subsGen when sub was looked up
 		stamps stampCache
+		to     []recipient     // a grouped frame's, kept for the next one
+		subs   []*Subscription // and their subscriptions
 	}
 
 	done    chan struct{} // closed by Close
@@ -262,8 +265,21 @@ func request[T any](ctx context.Context, c *Client, req *wireRequest, onReply fu
 
 // frame handles one frame from tr; one runs at a time.
 func (c *Client) frame(tr transport, data []byte) {
-	if isNotification(data) {
+	// The broker's renderings first: the fallbacks search the whole frame,
+	// and a reply may hold many past results.
+	switch {
+	case bytes.HasPrefix(data, groupPrefix):
+		c.notifyGroup(tr, data)
+		return
+	case bytes.HasPrefix(data, notePrefix):
 		c.notify(tr, data)
+		return
+	case bytes.HasPrefix(data, replyPrefix):
+	case isNotification(data):
+		c.notify(tr, data)
+		return
+	case isGroup(data):
+		c.notifyGroup(tr, data)
 		return
 	}
 	rep, err := decodeReply(data)
@@ -280,9 +296,19 @@ func (c *Client) frameCBOR(tr transport, data []byte) {
 		c.route(tr, sid, seq, -1, pub, true)
 		return
 	}
+	if to, pub, ok := splitGroupCBOR(data, c.rd.to[:0]); ok {
+		c.routeGroup(tr, to, pub, true)
+		clear(to)
+		c.rd.to = to[:0]
+		return
+	}
 	f, err := decodeFrameCBOR(data)
 	if f == nil {
 		c.opts.Log.Error("cellcast client: unreadable frame", "err", err, "frame", fmt.Sprintf("%.200x", data))
+		return
+	}
+	if f.Op == "notifications" {
+		c.opts.Log.Error("cellcast client: unreadable grouped notification", "frame", fmt.Sprintf("%.200x", data))
 		return
 	}
 	if f.Op == "notification" {
@@ -381,6 +407,18 @@ func (c *Client) reply(tr transport, rep *wireReply, bad error) {
 	cl.fn(cl.rep, nil)
 }
 
+// notifyGroup routes a grouped notification to its subscriptions.
+func (c *Client) notifyGroup(tr transport, data []byte) {
+	to, pub, err := splitGroup(data, c.rd.to[:0])
+	if err != nil {
+		c.opts.Log.Error("cellcast client: unreadable notification", "err", err)
+		return
+	}
+	c.routeGroup(tr, to, pub, false)
+	clear(to) // the sids point into the frame
+	c.rd.to = to[:0]
+}
+
 // notify routes a notification to its subscription. One the subscription
 // already received is dropped; one whose prev shows a notification
 // missing before it is dropped too, and the subscription resumed from the
@@ -396,6 +434,22 @@ func (c *Client) notify(tr transport, data []byte) {
 
 // route delivers a split notification, its publication in CBOR or JSON.
 func (c *Client) route(tr transport, sid []byte, seq, prev int64, pub []byte, isCBOR bool) {
+	s := c.accept(tr, sid, seq, prev)
+	if s == nil {
+		return
+	}
+	n := Notification{Sid: s.Sid, Seq: seq}
+	if !c.decode(pub, &n.Publication, isCBOR, s.Sid, seq) {
+		return
+	}
+	s.last.Store(seq)
+	s.deliver(n)
+}
+
+// accept returns the subscription a notification is for, or nil when it
+// is to be dropped: no such subscription, already received, or (prev
+// above the last received) a gap, which it repairs.
+func (c *Client) accept(tr transport, sid []byte, seq, prev int64) *Subscription {
 	s := c.rd.sub
 	if gen := c.subsGen.Load(); s == nil || s.Sid != string(sid) || gen != c.rd.subGen {
 		c.mu.Lock()
@@ -403,33 +457,44 @@ func (c *Client) route(tr transport, sid []byte, seq, prev int64, pub []byte, is
 		c.mu.Unlock()
 		c.rd.sub, c.rd.subGen = s, gen
 	}
+	if !c.takes(tr, s, seq, prev) {
+		return nil
+	}
+	return s
+}
+
+// takes reports whether s (nil: none known) takes a notification.
+func (c *Client) takes(tr transport, s *Subscription, seq, prev int64) bool {
 	if s == nil {
 		c.stats.orphans.Add(1)
-		return
+		return false
 	}
 	// Only the reader writes last, and one reader runs at a time.
 	last := s.last.Load()
 	if seq <= last {
 		c.stats.duplicates.Add(1)
-		return
+		return false
 	}
 	if prev > last {
 		c.stats.gaps.Add(1)
 		c.repair(tr, s)
-		return
+		return false
 	}
-	n := Notification{Sid: s.Sid, Seq: seq}
-	// No function value for the decoder: n would escape to the heap.
+	return true
+}
+
+// decode reads a notification's publication, logging one it cannot read.
+func (c *Client) decode(pub []byte, p *Publication, isCBOR bool, sid string, seq int64) bool {
+	// No function value for the decoder: p would escape to the heap.
 	var err error
 	if isCBOR {
-		err = decodePublicationCBOR(pub, &n.Publication, &c.rd.stamps)
+		err = decodePublicationCBOR(pub, p, &c.rd.stamps)
 	} else {
-		err = decodePublication(pub, &n.Publication, &c.rd.stamps)
+		err = decodePublication(pub, p, &c.rd.stamps)
 	}
 	if err != nil {
-		c.opts.Log.Error("cellcast client: unreadable publication", "sid", s.Sid, "seq", seq, "err", err)
-		return
+		c.opts.Log.Error("cellcast client: unreadable publication", "sid", sid, "seq", seq, "err", err)
+		return false
 	}
-	s.last.Store(seq)
-	s.deliver(n)
+	return true
 }

@@ -21,6 +21,8 @@ var (
 	noteSeq    = []byte(`","seq":`)
 	notePrev   = []byte(`,"prev":`)
 	notePub    = []byte(`,"publication":`)
+	// replyPrefix starts the broker's replies: a notification has no id.
+	replyPrefix = []byte(`{"id":`)
 )
 
 // isNotification reports whether a frame is a notification.

@@ -24,6 +24,12 @@ type Options struct {
 	// or EncodingCBOR, cheaper for the client to decode. The broker must
 	// speak cellcast.cbor for the latter, or Dial fails.
 	Encoding Encoding
+	// SeparateNotifications asks the broker for one WebSocket frame per
+	// notification. By default the client asks for grouped frames: the
+	// notifications of one publication to several of the connection's
+	// subscriptions come in one frame, and the publication is decoded
+	// once. Each handler still gets its own Notification.
+	SeparateNotifications bool
 	// MinBackoff and MaxBackoff bound the wait between reconnection
 	// attempts, which doubles from the one to the other with jitter.
 	// Defaults 50 ms and 5 s.

@@ -62,6 +62,12 @@ func dialWS(ctx context.Context, c *Client, url string) (*wsConn, error) {
 	if bin {
 		d.Subprotocols = []string{subprotocolCBOR}
 	}
+	if !o.SeparateNotifications {
+		var err error
+		if url, err = groupedURL(url); err != nil {
+			return nil, err
+		}
+	}
 	ws, resp, err := d.DialContext(ctx, url, o.header())
 	if err != nil {
 		if resp != nil && resp.StatusCode == http.StatusUnauthorized {

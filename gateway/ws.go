@@ -87,6 +87,9 @@ type wsConn struct {
 	lim      *rate.Limiter
 	// bin: the client speaks cellcast.cbor, in binary frames both ways.
 	bin bool
+	// grouped: the client asked for a publication's notifications to its
+	// subscriptions on this connection in one frame (grouped.go).
+	grouped bool
 
 	mu   sync.Mutex
 	sids map[string]struct{} // nil once the connection is finished
@@ -125,6 +128,11 @@ func (g *Gateway) ServeWS(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	grouped, err := groupedNotifications(r)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, errorFrame(nil, &Error{Code: CodeBadRequest, Message: err.Error()}))
+		return
+	}
 	g.mu.Lock()
 	closing := g.closing
 	g.mu.Unlock()
@@ -150,7 +158,7 @@ func (g *Gateway) ServeWS(w http.ResponseWriter, r *http.Request) {
 	raw := ws.NetConn()
 	c := &wsConn{g: g, conn: raw, fd: socketFD(raw), sw: &stallWriter{conn: raw}, user: uid, tok: tok, pipe: newPipeline(), msg: message{max: 16 * g.limits.MaxFrame},
 		lim: rate.NewLimiter(rate.Limit(g.limits.Rate), g.limits.Burst), sids: map[string]struct{}{},
-		closed: make(chan struct{}), readDone: make(chan struct{}), bin: proto == SubprotocolCBOR}
+		closed: make(chan struct{}), readDone: make(chan struct{}), bin: proto == SubprotocolCBOR, grouped: grouped}
 	c.q = newSendQueue(g.limits.SendQueue, g.limits.SendQueueBytes, func() { go c.writer() })
 	c.lastRead.Store(time.Now().UnixNano())
 	c.pinger = time.AfterFunc(pingEvery, c.ping) // before anything may finish the connection

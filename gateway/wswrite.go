@@ -81,19 +81,7 @@ func writeFrame(w *bufio.Writer, f frame) (tail []byte, err error) {
 			op = websocket.BinaryMessage
 		}
 	}
-	n := f.size()
-	b := w.AvailableBuffer()
-	b = append(b, 0x80|op)
-	switch {
-	case n < 126:
-		b = append(b, byte(n))
-	case n < 1<<16:
-		b = append(b, 126)
-		b = binary.BigEndian.AppendUint16(b, uint16(n))
-	default:
-		b = append(b, 127)
-		b = binary.BigEndian.AppendUint64(b, uint64(n))
-	}
+	b := appendFrameHead(w.AvailableBuffer(), op, f.size())
 	switch {
 	case f.tp != 0 && f.bin:
 		b = appendNotificationCBOR(b, f.sid, f.seq, f.data)
@@ -106,6 +94,44 @@ func writeFrame(w *bufio.Writer, f frame) (tail []byte, err error) {
 		return b[m:], err
 	}
 	return nil, nil
+}
+
+// writeFrames writes fs in order, the notifications of one publication
+// side by side as one frame when grouped. On an error it returns the part
+// of the frame the buffer did not take.
+func writeFrames(w *bufio.Writer, fs []frame, grouped bool) (tail []byte, err error) {
+	for i := 0; i < len(fs); {
+		n := 1
+		if grouped {
+			n = groupLen(fs[i:])
+		}
+		if n > 1 {
+			tail, err = writeGroup(w, fs[i:i+n])
+		} else {
+			tail, err = writeFrame(w, fs[i])
+		}
+		if err != nil {
+			return tail, err
+		}
+		i += n
+	}
+	return nil, nil
+}
+
+// appendFrameHead appends the head of a final, unmasked frame of opcode
+// op with an n-byte payload.
+func appendFrameHead(b []byte, op byte, n int) []byte {
+	b = append(b, 0x80|op)
+	switch {
+	case n < 126:
+		return append(b, byte(n))
+	case n < 1<<16:
+		b = append(b, 126)
+		return binary.BigEndian.AppendUint16(b, uint16(n))
+	default:
+		b = append(b, 127)
+		return binary.BigEndian.AppendUint64(b, uint64(n))
+	}
 }
 
 // writeBufs are the writers' buffers, held only while a writer runs: one
@@ -207,11 +233,9 @@ func (c *wsConn) write(bw *bufio.Writer, fs []frame) bool {
 		return true
 	}
 	c.conn.SetWriteDeadline(time.Now().Add(c.g.limits.WriteTimeout))
-	for _, f := range fs {
-		if tail, err := writeFrame(bw, f); err != nil {
-			c.writeFailed(err, tail)
-			return false
-		}
+	if tail, err := writeFrames(bw, fs, c.grouped); err != nil {
+		c.writeFailed(err, tail)
+		return false
 	}
 	if err := bw.Flush(); err != nil {
 		c.writeFailed(err, nil)
