@@ -37,6 +37,13 @@ type Config struct {
 	Conns    int     // subscriber connections (default 16)
 	PubConns int     // publisher connections (default 4)
 	Window   int     // requests in flight per connection (default 64)
+	// Ahead bounds, in a closed loop, the operations handed to connections
+	// and not yet answered, across all of them (0: only each connection's
+	// queue bounds them). Without it, publishers run ahead of slower
+	// subscribers through the workload, and their publications come back
+	// as past results instead of notifications; with it, the connections
+	// keep to the workload's order within Ahead operations.
+	Ahead int
 	// DropEvery cuts a random subscriber connection this often and resumes
 	// its subscriptions on a new one (0: never).
 	DropEvery time.Duration
@@ -78,7 +85,7 @@ func (c *Config) withDefaults() error {
 	if c.Settle == 0 {
 		c.Settle = time.Second
 	}
-	if c.Slowdown < 0 || c.Conns < 0 || c.PubConns < 0 || c.Window < 0 || c.DropEvery < 0 || c.ShardDepth < 0 {
+	if c.Slowdown < 0 || c.Conns < 0 || c.PubConns < 0 || c.Window < 0 || c.Ahead < 0 || c.DropEvery < 0 || c.ShardDepth < 0 {
 		return errors.New("loadgen: negative slowdown, connection count, window or drop interval")
 	}
 	return nil
@@ -142,6 +149,7 @@ type run struct {
 	lateResumes           atomic.Int64
 	replyLat              *histo
 	pubDone               *sync.WaitGroup // publishers done with their tasks
+	ahead                 chan struct{}   // a slot per operation handed out and not answered (Config.Ahead)
 	past                  *spool          // past results, at = 0
 	mark                  string          // " #<nonce>.": names this run in each publication's description
 	gaps                  gaps
@@ -155,6 +163,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	r := &run{cfg: cfg, errs: map[string]int{}, cuts: map[string]int{}, replyLat: newHisto(),
 		mark: " #" + strconv.FormatInt(time.Now().UnixNano(), 36) + "."}
 	r.subs = make([]subRec, len(cfg.Ops))
+	if cfg.Closed && cfg.Ahead > 0 {
+		r.ahead = make(chan struct{}, cfg.Ahead)
+	}
 	r.pubs = make([]pubRec, len(cfg.Ops))
 	var err error
 	if r.past, err = newSpool(cfg.SpoolDir); err != nil {
@@ -214,6 +225,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 		}
 		t := task{op: op, index: i, due: due}
+		if r.ahead != nil {
+			select {
+			case r.ahead <- struct{}{}:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
 		if op.Kind == workload.Subscribe {
 			conns[shard(op.Uid, len(conns))].tasks <- t
 		} else {
@@ -407,6 +425,7 @@ func (r *run) publishers() (chan task, func(), error) {
 					default:
 						r.publishedAt(t, stamp(rep.Pid))
 					}
+					r.finished()
 				}
 			}()
 		}
@@ -415,6 +434,14 @@ func (r *run) publishers() (chan task, func(), error) {
 }
 
 func (r *run) waitPublishers() { r.pubDone.Wait() }
+
+// finished frees an answered (or skipped) operation's slot under
+// Config.Ahead.
+func (r *run) finished() {
+	if r.ahead != nil {
+		<-r.ahead
+	}
+}
 
 // progress prints a line every ProgressEvery until stopped.
 func (r *run) progress() func() {

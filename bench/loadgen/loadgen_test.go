@@ -91,6 +91,24 @@ func TestClosedLoopOverWebSocket(t *testing.T) {
 	check(t, rep)
 }
 
+// TestClosedLoopInStep keeps the connections within a few operations of
+// each other, below what their windows would take: a slot not given back
+// after a reply would stall the run until its deadline.
+func TestClosedLoopInStep(t *testing.T) {
+	b := startBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, Config{WSURLs: []string{"ws://" + b.HTTPAddr() + "/ws"}, NATSURL: b.NATSURL(), Ops: smallWorkload(t, 3, 3000),
+		Closed: true, Conns: 3, PubConns: 2, Window: 16, Ahead: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, rep)
+	if rep.Notifications == 0 {
+		t.Fatal("no notifications")
+	}
+}
+
 // TestCompletenessCatchesLoss feeds the report a hand-made run: one
 // subscription, three publications in its cell and one elsewhere; one
 // notification is missing, one arrives twice, one that was never due

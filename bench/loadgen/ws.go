@@ -29,6 +29,12 @@ type wsConn struct {
 	// drop does not count as the broker's.
 	cutting atomic.Bool
 	got     *spool // the notifications, filed by the inline handler on the client's reader
+	// lastDesc, lastPub and lastAt remember the last publication note
+	// read and when: a grouped frame brings one publication to many
+	// subscriptions in a row, at one time.
+	lastDesc string
+	lastPub  int64
+	lastAt   int64
 }
 
 // dialWS dials the i-th of the brokers (mod their number), with the
@@ -71,6 +77,9 @@ func (c *wsConn) serve(ctx context.Context, done func()) {
 	defer done()
 	for t := range c.tasks {
 		if ctx.Err() != nil {
+			if !t.cut {
+				c.r.finished()
+			}
 			continue
 		}
 		if t.cut {
@@ -90,7 +99,7 @@ func (c *wsConn) do(t task) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		defer func() { <-c.window }()
+		defer func() { <-c.window; c.r.finished() }()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		op := t.op
@@ -127,7 +136,10 @@ func (c *wsConn) disconnected(err error) {
 // note files a notification for the subscription of operation sub; the
 // client calls it on its reader, one at a time.
 func (c *wsConn) note(sub int, n client.Notification) {
-	c.got.add(rec{sub: int64(sub), pub: c.r.pubOf(n.Publication.Desc), at: time.Now().UnixNano()})
+	if d := n.Publication.Desc; d != c.lastDesc || c.lastDesc == "" {
+		c.lastDesc, c.lastPub, c.lastAt = d, c.r.pubOf(d), time.Now().UnixNano()
+	}
+	c.got.add(rec{sub: int64(sub), pub: c.lastPub, at: c.lastAt})
 	c.r.notes.Add(1)
 }
 

@@ -24,6 +24,12 @@ type Config struct {
 	Conns    int // subscriber connections (default 16)
 	PubConns int // publisher connections (default 4)
 	Window   int // operations in flight per connection (default 16)
+	// Ahead bounds the operations handed to connections and not yet
+	// flushed, across all of them, as loadgen.Config.Ahead does (0: only
+	// each connection's queue bounds them). A connection flushes a window
+	// at a time, so Ahead must exceed (Conns+PubConns)×(Window−1): the
+	// connections holding partial windows must leave room to fill them.
+	Ahead int
 	// Settle is how long to wait, after the last operation, for messages
 	// still on their way: until this passes without one (default 1 s).
 	Settle time.Duration
@@ -61,8 +67,11 @@ func (c *Config) withDefaults() error {
 	if c.Settle == 0 {
 		c.Settle = time.Second
 	}
-	if c.Conns < 0 || c.PubConns < 0 || c.Window < 0 {
-		return errors.New("natspeer: negative connection count or window")
+	if c.Conns < 0 || c.PubConns < 0 || c.Window < 0 || c.Ahead < 0 {
+		return errors.New("natspeer: negative connection count, window or lead")
+	}
+	if held := (c.Conns + c.PubConns) * (c.Window - 1); c.Ahead > 0 && c.Ahead <= held {
+		return fmt.Errorf("natspeer: ahead %d must exceed %d, the operations the connections may hold in partial windows", c.Ahead, held)
 	}
 	return nil
 }
@@ -180,26 +189,55 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		subTasks[i] = make(chan int, 1024)
 	}
 	errc := make(chan error, len(subConns)+len(pubConns))
+	var ahead chan struct{}
+	if cfg.Ahead > 0 {
+		ahead = make(chan struct{}, cfg.Ahead)
+	}
+	release := func(n int) {
+		for ; ahead != nil && n > 0; n-- {
+			<-ahead
+		}
+	}
+	// serve runs a connection's loop; after an error it keeps taking the
+	// connection's tasks so that the feeder does not wait on it.
+	serve := func(tasks <-chan int, loop func() error) {
+		err := loop()
+		errc <- err
+		if err != nil {
+			for range tasks {
+				release(1)
+			}
+		}
+	}
 	var wg sync.WaitGroup
 	start := time.Now()
 	for i, nc := range subConns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errc <- subscriber(nc, cfg, subTasks[i], rcv[i])
+			serve(subTasks[i], func() error { return subscriber(nc, cfg, subTasks[i], rcv[i], release) })
 		}()
 	}
 	for _, nc := range pubConns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errc <- publisher(nc, cfg, pubTasks)
+			serve(pubTasks, func() error { return publisher(nc, cfg, pubTasks, release) })
 		}()
 	}
 	rep := &Report{Ops: len(cfg.Ops)}
 	for i := range cfg.Ops {
 		if ctx.Err() != nil {
 			break
+		}
+		if ahead != nil {
+			select {
+			case ahead <- struct{}{}:
+			case <-ctx.Done():
+			}
+			if ctx.Err() != nil {
+				break
+			}
 		}
 		op := &cfg.Ops[i]
 		if op.Kind == workload.Subscribe {
@@ -259,10 +297,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 }
 
 // subscriber makes one connection's subscriptions, ending each when its
-// future window has passed, with a flush after each window of them.
-func subscriber(nc *nats.Conn, cfg Config, tasks <-chan int, r *receiver) error {
+// future window has passed, with a flush after each window of them; after
+// a flush it releases the window's operations.
+func subscriber(nc *nats.Conn, cfg Config, tasks <-chan int, r *receiver, release func(int)) error {
 	var live []sub // in the order they end: every subscription has the same future window
-	n := 0
+	held := 0      // operations not yet flushed
+	defer func() { release(held) }()
 	for i := range tasks {
 		op := &cfg.Ops[i]
 		now := time.Now()
@@ -283,28 +323,33 @@ func subscriber(nc *nats.Conn, cfg Config, tasks <-chan int, r *receiver) error 
 			s.ns = append(s.ns, ns)
 		}
 		live = append(live, s)
-		if n++; n%cfg.Window == 0 {
+		if held++; held == cfg.Window {
 			if err := nc.Flush(); err != nil {
 				return err
 			}
+			release(held)
+			held = 0
 		}
 	}
 	return nc.Flush()
 }
 
 // publisher publishes on the publication's cell subject, with a flush
-// after each window of them.
-func publisher(nc *nats.Conn, cfg Config, tasks <-chan int) error {
-	n := 0
+// after each window of them, then releases them.
+func publisher(nc *nats.Conn, cfg Config, tasks <-chan int, release func(int)) error {
+	held := 0 // operations not yet flushed
+	defer func() { release(held) }()
 	for i := range tasks {
 		op := &cfg.Ops[i]
 		if err := nc.Publish(Subject(op.Cell), payload(op, i, time.Now().UnixNano())); err != nil {
 			return err
 		}
-		if n++; n%cfg.Window == 0 {
+		if held++; held == cfg.Window {
 			if err := nc.Flush(); err != nil {
 				return err
 			}
+			release(held)
+			held = 0
 		}
 	}
 	return nc.Flush()

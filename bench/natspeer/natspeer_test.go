@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -117,34 +118,58 @@ func TestSubjectsHearOverlappingCellsOnce(t *testing.T) {
 	}
 }
 
-// A run delivers each overlapping pair at most once and nothing else.
-func TestRunCountsEveryNotification(t *testing.T) {
-	url := startServer(t)
+// pairs is a workload of 30 subscriptions then 50 publications, and the
+// overlapping pairs among them.
+func pairs() ([]workload.Op, int64) {
 	rng := rand.New(rand.NewSource(2))
 	var ops []workload.Op
 	for i := range 30 {
 		ops = append(ops, workload.Op{Kind: workload.Subscribe, Uid: fmt.Sprint("u", i), Cell: randomCell(rng), Future: time.Hour})
 	}
-	var want atomic.Int64
+	var want int64
 	for range 50 {
 		p := workload.Op{Kind: workload.Publish, Uid: "p", Cell: randomCell(rng), Expires: time.Minute, Desc: "incident"}
 		for _, s := range ops[:30] {
 			if overlaps(s.Cell, p.Cell) {
-				want.Add(1)
+				want++
 			}
 		}
 		ops = append(ops, p)
 	}
-	rep, err := Run(context.Background(), Config{URL: url, Ops: ops, Conns: 3, PubConns: 2, Window: 4, Settle: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
+	return ops, want
+}
+
+// A run delivers each overlapping pair at most once and nothing else, with
+// the connections free to run ahead of each other or kept within Ahead
+// operations (the smallest lead that cannot stall them: five connections
+// may each hold 3 operations of a partial window of 4). A slot a
+// connection failed to give back would stall the run until its deadline.
+func TestRunCountsEveryNotification(t *testing.T) {
+	url := startServer(t)
+	ops, want := pairs()
+	for _, ahead := range []int{0, 16} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		rep, err := Run(ctx, Config{URL: url, Ops: ops, Conns: 3, PubConns: 2, Window: 4, Ahead: ahead, Settle: 200 * time.Millisecond})
+		cancel()
+		if err != nil {
+			t.Fatalf("ahead %d: %v", ahead, err)
+		}
+		if rep.Subscribes != 30 || rep.Publishes != 50 || rep.Dropped != 0 {
+			t.Fatalf("ahead %d: report %+v", ahead, rep)
+		}
+		// Publishers run beside the subscribers, so a pair arrives once or,
+		// its subscription not yet in place, not at all; never twice.
+		if rep.Notifications > want || rep.Notifications == 0 {
+			t.Fatalf("ahead %d: %d notifications, want at most %d and some", ahead, rep.Notifications, want)
+		}
 	}
-	if rep.Subscribes != 30 || rep.Publishes != 50 || rep.Dropped != 0 {
-		t.Fatalf("report %+v", rep)
-	}
-	// Publishers run beside the subscribers, so a pair arrives once or,
-	// its subscription not yet in place, not at all; never twice.
-	if rep.Notifications > want.Load() || rep.Notifications == 0 {
-		t.Fatalf("%d notifications, want at most %d and some", rep.Notifications, want.Load())
+}
+
+// A lead the connections' partial windows could fill is refused.
+func TestRunRefusesALeadThatCouldStall(t *testing.T) {
+	ops, _ := pairs()
+	_, err := Run(context.Background(), Config{URL: "nats://127.0.0.1:1", Ops: ops, Conns: 3, PubConns: 2, Window: 4, Ahead: 15})
+	if err == nil || !strings.Contains(err.Error(), "must exceed 15") {
+		t.Fatalf("ahead 15 with 5 connections holding up to 3 each: %v", err)
 	}
 }

@@ -47,6 +47,7 @@ func run() error {
 		conns      = flag.Int("conns", 16, "subscriber WebSocket connections")
 		pubConns   = flag.Int("pubconns", 4, "publisher connections")
 		window     = flag.Int("window", 64, "requests in flight per connection")
+		ahead      = flag.Int("ahead", 0, "closed loop: at most this many operations handed out and unanswered across all connections, which keeps them in the workload's order (0: no bound)")
 		dropConns  = flag.Bool("drop-connections", false, "cut random subscriber connections (every -drop-every, 2s if unset) and resume them; completeness must still hold")
 		dropEvery  = flag.Duration("drop-every", 0, "cut a random subscriber connection this often and resume it (0: never)")
 		quiet      = flag.Bool("quiet", false, "no progress lines")
@@ -98,7 +99,7 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	lc := loadgen.Config{WSURLs: wsURLs, NATSURL: *natsURL, MetricsURL: "http://" + strings.TrimSpace(brokers[0]) + "/metrics",
-		Ops: opsList, Closed: *closed, Slowdown: *slowdown, Conns: *conns, PubConns: *pubConns, Window: *window,
+		Ops: opsList, Closed: *closed, Slowdown: *slowdown, Conns: *conns, PubConns: *pubConns, Window: *window, Ahead: *ahead,
 		DropEvery: *dropEvery, Seed: *seed, ShardDepth: *shardDepth}
 	if !*quiet {
 		lc.Progress = os.Stderr

@@ -30,6 +30,7 @@ var (
 	nOps       = flag.Int("ops", 100_000, "operations")
 	depth      = flag.Int("depth", 8, "quad tree depth")
 	window     = flag.Int("window", 16, "requests in flight per connection")
+	ahead      = flag.Int("ahead", -1, "operations handed out and unanswered across all connections, for every system (-1: window × connections; 0: no bound)")
 	conns      = flag.Int("conns", 16, "subscriber connections")
 	pubConns   = flag.Int("pubconns", 4, "publisher connections")
 	runs       = flag.Int("runs", 1, "rounds of every system, alternated")
@@ -59,6 +60,9 @@ type row struct {
 }
 
 func run() error {
+	if *ahead < 0 {
+		*ahead = *window * (*conns + *pubConns)
+	}
 	g, err := workload.New(workload.Config{Seed: *seed, Ops: *nOps, Users: *users, SubsPerPub: *ratio, Space: workload.Quad, Depth: *depth})
 	if err != nil {
 		return err
@@ -95,8 +99,8 @@ func run() error {
 			rows = append(rows, cr)
 		}
 	}
-	fmt.Printf("%d users, %d operations, %g subscriptions per publication, closed loop, %d in flight per connection, %d+%d connections\n\n",
-		*users, len(ops), *ratio, *window, *conns, *pubConns)
+	fmt.Printf("%d users, %d operations, %g subscriptions per publication, closed loop, %d in flight per connection, %d+%d connections, at most %d unanswered in all\n\n",
+		*users, len(ops), *ratio, *window, *conns, *pubConns, *ahead)
 	fmt.Println("| system | ops/s | notifications/s | vs NATS core (same round) | notifications + past results /s | p50 ms | p99 ms | complete | notes |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---|---|")
 	var base float64
@@ -125,7 +129,7 @@ func runNATS(bin string, ops []workload.Op) (row, error) {
 	if err := procs.WaitTCP(addr); err != nil {
 		return row{}, err
 	}
-	rep, err := natspeer.Run(context.Background(), natspeer.Config{URL: url, Ops: ops, Conns: *conns, PubConns: *pubConns, Window: *window})
+	rep, err := natspeer.Run(context.Background(), natspeer.Config{URL: url, Ops: ops, Conns: *conns, PubConns: *pubConns, Window: *window, Ahead: *ahead})
 	if err != nil {
 		return row{}, err
 	}
@@ -153,7 +157,7 @@ func runBroker(bin, data, mode string, ops []workload.Op) (row, error) {
 		return row{}, err
 	}
 	rep, err := loadgen.Run(context.Background(), loadgen.Config{WSURLs: []string{"ws://" + httpAddr + "/ws"}, MetricsURL: "http://" + httpAddr + "/metrics",
-		Ops: ops, Closed: true, Conns: *conns, PubConns: *pubConns, Window: *window, Seed: *seed})
+		Ops: ops, Closed: true, Conns: *conns, PubConns: *pubConns, Window: *window, Ahead: *ahead, Seed: *seed})
 	if err != nil {
 		return row{}, err
 	}
