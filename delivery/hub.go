@@ -23,6 +23,8 @@ type Sink interface {
 	// Notify queues n without blocking. It returns false when the sink
 	// cannot take it (gone, or its queue is full and it is being cut).
 	// It runs under the hub's route lock, so it must not call the hub.
+	// n is the caller's again once Notify returns: a sink copies what it
+	// keeps (the dispatcher fills one Notification for every match).
 	Notify(n *Notification) bool
 	// Lost tells the sink that sid no longer routes to it: another sink
 	// resumed it, or it was cancelled. Called without hub locks held.
@@ -48,6 +50,12 @@ type Notification struct {
 	// Replayed: the notification comes from the store, by a resume or a
 	// catch-up, not straight from its publication's dispatch.
 	Replayed bool
+}
+
+// set makes n a live notification and returns it.
+func (n *Notification) set(sid, uid string, seq, prev int64, p *subscriptions.Publication, body []byte) *Notification {
+	*n = Notification{Sid: sid, Uid: uid, Seq: seq, Prev: prev, Pub: p, Body: body}
+	return n
 }
 
 // Seq is the sequence number of p's notification for the subscription
@@ -547,6 +555,7 @@ func (h *Hub) dispatch(res *subscriptions.PublishResult) {
 	p := &res.Pub
 	body := h.cfg.Encode(p)
 	var sent, unrouted, refused, skipped uint64
+	var n Notification // one for every Notify: no allocation per match
 	h.mu.RLock()
 	h.keep(res, body)
 	for i := range res.Matches {
@@ -563,7 +572,7 @@ func (h *Hub) dispatch(res *subscriptions.PublishResult) {
 			r.hold(&Notification{Sid: r.sid, Uid: s.Uid, Seq: Seq(s.Ts, p), Pub: p, Body: body})
 		case r.lagging:
 			skipped++
-		case r.sink.Notify(&Notification{Sid: r.sid, Uid: s.Uid, Seq: Seq(s.Ts, p), Prev: r.last, Pub: p, Body: body}):
+		case r.sink.Notify(n.set(r.sid, s.Uid, Seq(s.Ts, p), r.last, p, body)):
 			sent++
 			r.last = Seq(s.Ts, p)
 		default:

@@ -34,7 +34,8 @@ func (k *sink) Notify(n *Notification) bool {
 	if k.n++; k.cutAfter > 0 && k.n > k.cutAfter {
 		return false
 	}
-	k.got[n.Sid] = append(k.got[n.Sid], n)
+	c := *n // the hub reuses n
+	k.got[n.Sid] = append(k.got[n.Sid], &c)
 	return true
 }
 

@@ -34,7 +34,8 @@ func (k *boundedSink) Notify(n *Notification) bool {
 	if len(k.queued) >= k.room {
 		return false
 	}
-	k.queued = append(k.queued, n)
+	c := *n // the hub reuses n
+	k.queued = append(k.queued, &c)
 	return true
 }
 

@@ -19,8 +19,9 @@ import (
 type chanSink struct{ ch chan *delivery.Notification }
 
 func (k chanSink) Notify(n *delivery.Notification) bool {
+	c := *n // the hub reuses n
 	select {
-	case k.ch <- n:
+	case k.ch <- &c:
 		return true
 	default:
 		return false
