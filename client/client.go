@@ -37,6 +37,7 @@ type Client struct {
 		sub    *Subscription // the last one a notification went to
 		subGen uint64        // subsGen when sub was looked up
 		stamps stampCache
+		seen   seenPubs
 		to     []recipient     // a grouped frame's, kept for the next one
 		subs   []*Subscription // and their subscriptions
 	}
@@ -282,7 +283,7 @@ func (c *Client) frame(tr transport, data []byte) {
 		c.notifyGroup(tr, data)
 		return
 	}
-	rep, err := decodeReply(data)
+	rep, err := decodeReply(data, &c.rd.stamps, &c.rd.seen)
 	if rep == nil {
 		c.opts.Log.Error("cellcast client: unreadable frame", "err", err, "frame", fmt.Sprintf("%.200q", data))
 		return
@@ -487,10 +488,16 @@ func (c *Client) takes(tr transport, s *Subscription, seq, prev int64) bool {
 func (c *Client) decode(pub []byte, p *Publication, isCBOR bool, sid string, seq int64) bool {
 	// No function value for the decoder: p would escape to the heap.
 	var err error
-	if isCBOR {
+	switch {
+	case isCBOR:
 		err = decodePublicationCBOR(pub, p, &c.rd.stamps)
-	} else {
-		err = decodePublication(pub, p, &c.rd.stamps)
+	default:
+		if n, ok := c.rd.seen.lookup(pub, p); ok && n == len(pub) {
+			return true
+		}
+		if err = decodePublication(pub, p, &c.rd.stamps); err == nil {
+			c.rd.seen.add(pub, p)
+		}
 	}
 	if err != nil {
 		c.opts.Log.Error("cellcast client: unreadable publication", "sid", sid, "seq", seq, "err", err)
