@@ -165,21 +165,35 @@ func withPaging(obj []byte, pages int, next string) []byte {
 
 // withArray appends "key": the items as a JSON array to the encoded
 // object obj. An empty key takes items[0] as an array already rendered,
-// under "results".
+// under "results". The reply is rendered once, into a buffer of its size:
+// past results make replies of a hundred kilobytes, and every copy and
+// every buffer of that size shows in the broker's CPU.
 func withArray(obj []byte, key string, items [][]byte) []byte {
-	arr := []byte(nil)
-	if key == "" {
-		key, arr = "results", items[0]
-	} else {
-		arr = joinJSON(items)
+	rendered := key == ""
+	if rendered {
+		key = "results"
 	}
-	out := make([]byte, 0, len(obj)+len(key)+len(arr)+5)
+	n := len(obj) + len(key) + len(`,"":[]`) + len(items)
+	for _, it := range items {
+		n += len(it)
+	}
+	out := make([]byte, 0, n)
 	out = append(out, obj[:len(obj)-1]...)
 	out = append(out, `,"`...)
 	out = append(out, key...)
 	out = append(out, `":`...)
-	out = append(out, arr...)
-	return append(out, '}')
+	if rendered {
+		out = append(out, items[0]...)
+		return append(out, '}')
+	}
+	out = append(out, '[')
+	for i, it := range items {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, it...)
+	}
+	return append(out, "]}"...)
 }
 
 // replyOp is the op of an encoded reply object.

@@ -87,19 +87,23 @@ type Rec struct {
 
 // forEach calls fn for each record of a fragment, newest first, until fn
 // returns false.
-func forEach(f []byte, fn func(r *Rec) bool) error {
+func forEach(f []byte, fn func(r *Rec) bool) error { return forEachIn(f, new(Rec), fn) }
+
+// forEachIn is forEach reading each record into r: a scan visits many
+// fragments, and a Rec of its own for each would be an allocation each
+// (fn keeps r out of the stack).
+func forEachIn(f []byte, r *Rec, fn func(r *Rec) bool) error {
 	if _, err := readHeader(f); err != nil {
 		return err
 	}
 	p := f[headerLen:]
-	var r Rec
 	for len(p) > 0 {
 		n, m := binary.Uvarint(p)
 		if m <= 0 || n < recFixed || n > uint64(len(p)-m) {
 			return fmt.Errorf("%w: bad record length", ErrCorrupt)
 		}
 		body := p[m : m+int(n)]
-		r = Rec{
+		*r = Rec{
 			Kind: body[0],
 			T:    int64(binary.LittleEndian.Uint64(body[1:])),
 			Tmax: int64(binary.LittleEndian.Uint64(body[9:])),
@@ -109,7 +113,7 @@ func forEach(f []byte, fn func(r *Rec) bool) error {
 		if r.Kind < KindPublication || r.Kind > KindCancel {
 			return fmt.Errorf("%w: record kind %d", ErrCorrupt, r.Kind)
 		}
-		if !fn(&r) {
+		if !fn(r) {
 			return nil
 		}
 		p = p[m+int(n):]

@@ -29,6 +29,7 @@ func (st *Store) scan(c subscriptions.Cell, lists Lists, now, pubBound, subBound
 	}
 	filters := []lsm.BlockPropertyFilter{timeFilter{newerThan: lowest, liveAt: now}}
 	var ferr error
+	var rec Rec
 	visit := func(l List, f *lsm.Fragment) lsm.VisitDecision {
 		b := bound(l)
 		h, err := readHeader(f.Value)
@@ -40,7 +41,7 @@ func (st *Store) scan(c subscriptions.Cell, lists Lists, now, pubBound, subBound
 			return lsm.VisitSkipKey
 		}
 		old := false
-		err = forEach(f.Value, func(r *Rec) bool {
+		err = forEachIn(f.Value, &rec, func(r *Rec) bool {
 			if r.T < b {
 				old = true
 				return false
