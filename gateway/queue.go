@@ -40,6 +40,9 @@ func (q *sendQueue) push(f frame, room int) bool {
 		q.mu.Unlock()
 		return false
 	}
+	if q.frames == nil {
+		q.frames = getFrames()
+	}
 	q.frames = append(q.frames, f)
 	q.bytes += len(f.data)
 	q.wakeLocked()
@@ -57,6 +60,9 @@ func (q *sendQueue) pushAll(fs []frame, room int) bool {
 	if len(q.frames)+len(fs) > q.maxN*room || q.bytes+n > q.maxBytes*room {
 		q.mu.Unlock()
 		return false
+	}
+	if q.frames == nil {
+		q.frames = getFrames()
 	}
 	q.frames = append(q.frames, fs...)
 	q.bytes += n
@@ -97,7 +103,8 @@ const (
 )
 
 // next hands the writer what is queued, giving the queue spare's storage
-// for what comes next, or says to stop or to finish.
+// for what comes next, or says to stop or to finish. On stop it hands
+// back the queue's own storage, empty: an idle connection keeps none.
 func (q *sendQueue) next(spare []frame) ([]frame, int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -106,8 +113,9 @@ func (q *sendQueue) next(spare []frame) ([]frame, int) {
 		return nil, finishConn
 	case len(q.frames) == 0:
 		q.running = false
-		q.frames = nil // an idle connection keeps no storage
-		return nil, stopWriter
+		out := q.frames
+		q.frames = nil
+		return out, stopWriter
 	}
 	out := q.frames
 	q.frames, q.bytes = spare[:0], 0

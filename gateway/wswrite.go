@@ -148,13 +148,16 @@ func (c *wsConn) writer() {
 		bw.Reset(nil)
 		writeBufs.Put(bw)
 	}()
-	var spare []frame
+	spare := getFrames()
 	for {
 		fs, what := c.q.next(spare)
 		switch what {
 		case stopWriter:
+			putFrames(fs) // the queue's storage, empty
+			putFrames(spare)
 			return
 		case finishConn:
+			putFrames(spare)
 			c.finish(bw)
 			return
 		}
@@ -164,12 +167,25 @@ func (c *wsConn) writer() {
 		}
 		c.catchUp()
 		clear(fs) // let the written frames go
-		// Keep the storage for the next burst unless one outsized burst
-		// grew it.
-		if spare = fs[:0]; cap(spare) > 4096 {
-			spare = nil
-		}
+		spare = fs[:0]
 	}
+}
+
+// framesPool holds the storage of idle connections' queues: a connection
+// under load empties its queue between bursts, and growing a new one for
+// each burst cost a few percent of the broker's CPU.
+var framesPool = sync.Pool{New: func() any { return new([]frame) }}
+
+func getFrames() []frame { return (*framesPool.Get().(*[]frame))[:0] }
+
+// putFrames pools fs's storage, unless one outsized burst grew it; its
+// frames must be cleared.
+func putFrames(fs []frame) {
+	if cap(fs) == 0 || cap(fs) > 4096 {
+		return
+	}
+	fs = fs[:0]
+	framesPool.Put(&fs)
 }
 
 // finish ends the connection: with bw (nil after a failed write) it sends

@@ -22,7 +22,7 @@ func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequ
 		return nil, err
 	}
 	defer st.cfg.inflight.end(now)
-	res := &subscriptions.SubscribeResult{Sub: s, Stored: stored}
+	res := &subscriptions.SubscribeResult{Sub: s, Stored: stored, Past: make([]subscriptions.Publication, 0, st.pastHint.Load())}
 	sc := st.newScanState()
 	var prior []*subscriptions.Subscription
 	pubBound := max(s.Tmin, st.oldest(Pubs, now))
@@ -73,6 +73,7 @@ func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequ
 		}
 		res.Past = kept
 	}
+	st.pastHint.Store(min(maxPastHint, (7*st.pastHint.Load()+int64(len(res.Past))+7)/8))
 	subscriptions.SortPublications(res.Past)
 	// The scan ran while other operations' fsyncs went on; now this
 	// write must be durable before it is answered.

@@ -50,7 +50,16 @@ type Store struct {
 	// store's real windows instead of the configured limits).
 	deepest [2]mark
 	span    [2]mark
+
+	// pastHint sizes a subscription's past results ahead: a running
+	// average of how many there were. Appending 300 of them one by one
+	// grew the list nine times.
+	pastHint atomic.Int64
 }
+
+// maxPastHint bounds pastHint, so one huge answer does not make every
+// later subscription allocate for it.
+const maxPastHint = 4096
 
 // NewStore wraps a backend.
 func NewStore(b Backend, cfg Config) (*Store, error) {
