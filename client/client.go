@@ -37,7 +37,6 @@ type Client struct {
 		sub    *Subscription // the last one a notification went to
 		subGen uint64        // subsGen when sub was looked up
 		stamps stampCache
-		seen   seenPubs
 		to     []recipient     // a grouped frame's, kept for the next one
 		subs   []*Subscription // and their subscriptions
 	}
@@ -283,7 +282,7 @@ func (c *Client) frame(tr transport, data []byte) {
 		c.notifyGroup(tr, data)
 		return
 	}
-	rep, err := decodeReply(data, &c.rd.stamps, &c.rd.seen)
+	rep, err := decodeReply(data, &c.rd.stamps)
 	if rep == nil {
 		c.opts.Log.Error("cellcast client: unreadable frame", "err", err, "frame", fmt.Sprintf("%.200q", data))
 		return
@@ -492,12 +491,7 @@ func (c *Client) decode(pub []byte, p *Publication, isCBOR bool, sid string, seq
 	case isCBOR:
 		err = decodePublicationCBOR(pub, p, &c.rd.stamps)
 	default:
-		if n, ok := c.rd.seen.lookup(pub, p); ok && n == len(pub) {
-			return true
-		}
-		if err = decodePublication(pub, p, &c.rd.stamps); err == nil {
-			c.rd.seen.add(pub, p)
-		}
+		err = decodePublication(pub, p, &c.rd.stamps)
 	}
 	if err != nil {
 		c.opts.Log.Error("cellcast client: unreadable publication", "sid", sid, "seq", seq, "err", err)

@@ -152,21 +152,6 @@ func (s *scanner) key(next *int) (int, bool) {
 // s.b made on first use: one allocation for every string of every
 // publication read from the same buffer.
 func (s *scanner) publication(p *Publication, whole *string) bool {
-	if n, ok := s.seen.lookup(s.b[s.i:], p); ok {
-		s.i += n
-		return true
-	}
-	start := s.i
-	if !s.readPublication(p, whole) {
-		return false
-	}
-	s.seen.add(s.b[start:s.i], p)
-	return true
-}
-
-// readPublication is publication without the client's memory of the
-// publications it read.
-func (s *scanner) readPublication(p *Publication, whole *string) bool {
 	*p = Publication{}
 	str := func() (string, bool) {
 		i, j, ok := s.str()
@@ -275,7 +260,6 @@ type scanner struct {
 	b      []byte
 	i      int
 	stamps *stampCache // nil: none
-	seen   *seenPubs   // nil: none
 }
 
 func (s *scanner) take(c byte) bool {

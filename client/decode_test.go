@@ -194,7 +194,7 @@ func FuzzReply(f *testing.F) {
 	f.Add([]byte(`{"id":"8","op":"published","pid":"p","matched":2,"recent":[]}`))
 	f.Add([]byte(`{"id":"9","op":"page","of":"results","page":2,"more":false,"results":[{"pid":"p"}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		fast, ok := decodeReplyFast(b, nil, nil)
+		fast, ok := decodeReplyFast(b, nil)
 		if !ok {
 			return
 		}
@@ -231,22 +231,12 @@ func BenchmarkReply(b *testing.B) {
 		data = fmt.Appendf(data, `{"pid":"dn0tjh1k2x%02d-1.4.2.1.3","uid":"reporter","cell":"1.4.2.1.3","tp":"2026-11-21T10:32:12.123456789Z","expires_at":"2026-11-21T10:33:12.123456789Z","desc":"incident"}`, i)
 	}
 	data = append(data, "]}"...)
-	for _, mode := range []string{"new", "seen"} {
-		b.Run(mode, func(b *testing.B) {
-			// seen: the client read these publications before, as one
-			// holding many subscriptions has (seen.go).
-			var stamps stampCache
-			var seen *seenPubs
-			if mode == "seen" {
-				seen = &seenPubs{}
-			}
-			b.ReportAllocs()
-			for b.Loop() {
-				rep, err := decodeReply(data, &stamps, seen)
-				if err != nil || len(rep.pubs) != 100 {
-					b.Fatal(err)
-				}
-			}
-		})
+	var stamps stampCache // as the client's reader has
+	b.ReportAllocs()
+	for b.Loop() {
+		rep, err := decodeReply(data, &stamps)
+		if err != nil || len(rep.pubs) != 100 {
+			b.Fatal(err)
+		}
 	}
 }

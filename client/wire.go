@@ -93,8 +93,8 @@ var (
 // results, query results) are a subscriber's other bulk after
 // notifications, so the list is read by hand when it is where the broker
 // puts it: encoding/json would scan every publication twice.
-func decodeReply(data []byte, stamps *stampCache, seen *seenPubs) (rep *wireReply, err error) {
-	if rep, ok := decodeReplyFast(data, stamps, seen); ok {
+func decodeReply(data []byte, stamps *stampCache) (rep *wireReply, err error) {
+	if rep, ok := decodeReplyFast(data, stamps); ok {
 		return rep, nil
 	}
 	rep = &wireReply{}
@@ -112,7 +112,7 @@ func decodeReply(data []byte, stamps *stampCache, seen *seenPubs) (rep *wireRepl
 
 // decodeReplyFast reads a reply whose list comes last; false means "not
 // that shape".
-func decodeReplyFast(data []byte, stamps *stampCache, seen *seenPubs) (*wireReply, bool) {
+func decodeReplyFast(data []byte, stamps *stampCache) (*wireReply, bool) {
 	for _, key := range [][]byte{resultsKey, recentKey} {
 		// A key's bytes cannot occur inside a JSON string (its quotes
 		// would be escaped), so the first match is the key itself.
@@ -128,7 +128,7 @@ func decodeReplyFast(data []byte, stamps *stampCache, seen *seenPubs) (*wireRepl
 		if json.Unmarshal(append(data[:i:i], '}'), rep) != nil || len(rep.Results)+len(rep.Recent) > 0 {
 			return nil, false
 		}
-		s := scanner{b: data, i: i + len(key) - 1, stamps: stamps, seen: seen}
+		s := scanner{b: data, i: i + len(key) - 1, stamps: stamps}
 		pubs, ok := s.publications()
 		if !ok || !s.take('}') || !s.end() {
 			return nil, false
