@@ -163,7 +163,13 @@ func appendCell(dst []byte, c subscriptions.Cell) []byte {
 type reader struct {
 	p   []byte
 	err error
+	// whole, when set, is the record's payload as one string, of which
+	// string() returns slices: one allocation for a record's strings.
+	whole string
 }
+
+// readerOf reads payload, its strings slices of one copy of it.
+func readerOf(payload []byte) reader { return reader{p: payload, whole: string(payload)} }
 
 func (r *reader) uvarint() uint64 {
 	if r.err != nil {
@@ -192,7 +198,14 @@ func (r *reader) bytes() []byte {
 	return b
 }
 
-func (r *reader) string() string { return string(r.bytes()) }
+func (r *reader) string() string {
+	b := r.bytes()
+	if r.whole == "" || r.err != nil {
+		return string(b)
+	}
+	end := len(r.whole) - len(r.p)
+	return r.whole[end-len(b) : end]
+}
 
 func (r *reader) byte() byte {
 	if r.err == nil && len(r.p) == 0 {
@@ -277,7 +290,7 @@ func EncodeCancel(now, target, tmax int64) []byte {
 
 // Publication decodes a publication record.
 func (r *Rec) Publication() (subscriptions.Publication, error) {
-	rd := reader{p: r.payload}
+	rd := readerOf(r.payload)
 	p := subscriptions.Publication{Tp: r.T, Tmax: r.Tmax}
 	p.Cell = rd.cell()
 	p.Uid = rd.string()
@@ -347,7 +360,7 @@ func (r *reader) point() *subscriptions.Point {
 
 // Subscription decodes a subscription record.
 func (r *Rec) Subscription() (subscriptions.Subscription, error) {
-	rd := reader{p: r.payload}
+	rd := readerOf(r.payload)
 	s := subscriptions.Subscription{Ts: r.T, Tmax: r.Tmax, Tmin: r.Aux}
 	s.Cell = rd.cell()
 	s.Uid = rd.string()

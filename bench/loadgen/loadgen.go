@@ -350,11 +350,12 @@ func (r *run) desc(t task) string {
 
 // pubOf is the index of the publication that desc names, or -1.
 func (r *run) pubOf(desc string) int64 {
-	i := strings.LastIndex(desc, r.mark)
-	if i < 0 {
+	// The mark ends in '.', which the digits after it never hold.
+	i := strings.LastIndexByte(desc, '.') + 1
+	if i == 0 || !strings.HasSuffix(desc[:i], r.mark) {
 		return -1
 	}
-	n, err := strconv.Atoi(desc[i+len(r.mark):])
+	n, err := strconv.Atoi(desc[i:])
 	if err != nil || n < 0 || n >= len(r.pubs) {
 		return -1
 	}

@@ -196,3 +196,17 @@ func TestGaps(t *testing.T) {
 		t.Fatalf("%+v", got)
 	}
 }
+
+// pubOf finds the operation a description names after the run's mark,
+// whatever the workload's own text holds.
+func TestPubOf(t *testing.T) {
+	r := &run{mark: " #abc.", pubs: make([]pubRec, 10)}
+	for desc, want := range map[string]int64{
+		"fire #abc.7": 7, "a.b. #abc.0": 0, "x #abc.9": 9, " #abc. #abc.3": 3,
+		"fire #abd.7": -1, "fire #abc.10": -1, "fire #abc.": -1, "fire #abc.-1": -1, "fire 7": -1, "": -1, "#abc.7": -1,
+	} {
+		if got := r.pubOf(desc); got != want {
+			t.Errorf("pubOf(%q) = %d, want %d", desc, got, want)
+		}
+	}
+}
