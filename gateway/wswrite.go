@@ -87,6 +87,18 @@ func writeFrame(w *bufio.Writer, f frame) (tail []byte, err error) {
 		b = appendNotificationCBOR(b, f.sid, f.seq, f.data)
 	case f.tp != 0:
 		b = appendNotification(b, f.sid, f.seq, f.data)
+	case len(f.data) > w.Available()-len(b):
+		// A reply larger than the buffer's room: the head, then the
+		// payload through the buffer, which writes what outgrows it
+		// straight to the socket. Appending it to the head would copy a
+		// reply of past results into a new slice of its size.
+		if m, err := w.Write(b); err != nil {
+			return append(b[m:], f.data...), err
+		}
+		if m, err := w.Write(f.data); err != nil {
+			return f.data[m:], err
+		}
+		return nil, nil
 	default:
 		b = append(b, f.data...)
 	}
