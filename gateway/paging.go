@@ -95,6 +95,10 @@ func (g *Gateway) replyPaged(s session, req *Request, head []byte, key string, p
 		len(`,"results":[]`)
 	ends := splitPages(sizes, first, rest, budget)
 	if len(ends) == 1 {
+		if l, ok := s.(listReplier); ok {
+			l.replyList(head, key, items)
+			return
+		}
 		s.reply(withArray(head, key, items))
 		return
 	}

@@ -36,7 +36,7 @@ const (
 // push queues f, unless the queue already holds room times its bounds.
 func (q *sendQueue) push(f frame, room int) bool {
 	q.mu.Lock()
-	if len(q.frames) >= q.maxN*room || q.bytes+len(f.data) > q.maxBytes*room {
+	if len(q.frames) >= q.maxN*room || q.bytes+f.queued() > q.maxBytes*room {
 		q.mu.Unlock()
 		return false
 	}
@@ -44,7 +44,7 @@ func (q *sendQueue) push(f frame, room int) bool {
 		q.frames = getFrames()
 	}
 	q.frames = append(q.frames, f)
-	q.bytes += len(f.data)
+	q.bytes += f.queued()
 	q.wakeLocked()
 	return true
 }
@@ -54,7 +54,7 @@ func (q *sendQueue) push(f frame, room int) bool {
 func (q *sendQueue) pushAll(fs []frame, room int) bool {
 	n := 0
 	for i := range fs {
-		n += len(fs[i].data)
+		n += fs[i].queued()
 	}
 	q.mu.Lock()
 	if len(q.frames)+len(fs) > q.maxN*room || q.bytes+n > q.maxBytes*room {

@@ -40,10 +40,16 @@ type frame struct {
 	// replayed: a notification from the store, whose age is not the
 	// push latency.
 	replayed bool
+	// list, when set, are the rendered items of a reply's list: data is
+	// the reply up to the list's '[' (replylist.go).
+	list [][]byte
 }
 
 // size is the frame's payload length.
 func (f *frame) size() int {
+	if f.list != nil {
+		return len(f.data) + listBytes(f.list) + len(listEnd)
+	}
 	if f.tp == 0 {
 		return len(f.data)
 	}
@@ -53,6 +59,16 @@ func (f *frame) size() int {
 	var digits [20]byte
 	return len(notePrefix) + len(f.sid) + len(noteMiddle) + len(strconv.AppendInt(digits[:0], f.seq, 10)) +
 		len(noteKey) + len(f.data) + len(noteSuffix)
+}
+
+// queued is what the frame counts against its queue's byte bound: the
+// payload, but only once a notification's publication, which its
+// notifications share.
+func (f *frame) queued() int {
+	if f.list != nil {
+		return len(f.data) + listBytes(f.list)
+	}
+	return len(f.data)
 }
 
 // wsConn is one WebSocket client. Its reader serves requests in order,

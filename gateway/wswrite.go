@@ -83,6 +83,8 @@ func writeFrame(w *bufio.Writer, f frame) (tail []byte, err error) {
 	}
 	b := appendFrameHead(w.AvailableBuffer(), op, f.size())
 	switch {
+	case f.list != nil:
+		return writeList(w, b, f)
 	case f.tp != 0 && f.bin:
 		b = appendNotificationCBOR(b, f.sid, f.seq, f.data)
 	case f.tp != 0:
