@@ -24,7 +24,10 @@
 // Options.Encoding = EncodingCBOR (cbor.go): the same frames, cheaper to
 // decode. Frames are decoded by hand where the broker's rendering allows
 // (decode.go, cbor.go), with encoding/json or fxamacker/cbor as the
-// fallback; fuzz targets hold each pair to the same results.
+// fallback; fuzz targets hold each pair to the same results. The client
+// asks for grouped notifications (grouped.go) unless
+// Options.SeparateNotifications: one frame carries a publication to all
+// of the connection's subscriptions it matches, and is decoded once.
 //
 // The package imports nothing of the broker: the protocol is its only
 // contract with it.

@@ -99,8 +99,12 @@ func run() error {
 			rows = append(rows, cr)
 		}
 	}
-	fmt.Printf("%d users, %d operations, %g subscriptions per publication, closed loop, %d in flight per connection, %d+%d connections, at most %d unanswered in all\n\n",
-		*users, len(ops), *ratio, *window, *conns, *pubConns, *ahead)
+	bound := "no bound across connections"
+	if *ahead > 0 {
+		bound = fmt.Sprintf("at most %d unanswered in all", *ahead)
+	}
+	fmt.Printf("%d users, %d operations, %g subscriptions per publication, closed loop, %d in flight per connection, %d+%d connections, %s\n\n",
+		*users, len(ops), *ratio, *window, *conns, *pubConns, bound)
 	fmt.Println("| system | ops/s | notifications/s | vs NATS core (same round) | notifications + past results /s | p50 ms | p99 ms | complete | notes |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---|---|")
 	var base float64
