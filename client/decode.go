@@ -26,18 +26,22 @@ var (
 )
 
 // isNotification reports whether a frame is a notification.
-func isNotification(b []byte) bool {
-	if bytes.HasPrefix(b, notePrefix) {
+func isNotification(b []byte) bool { return hasOp(b, notePrefix, "notification") }
+
+// hasOp reports whether a frame's op is op: it starts with the broker's
+// rendering (prefix), or, the slow path, another rendering of the same
+// object says so.
+func hasOp(b, prefix []byte, op string) bool {
+	if bytes.HasPrefix(b, prefix) {
 		return true
 	}
-	// The slow path: another rendering of the same object.
-	if !bytes.Contains(b, []byte(`"notification"`)) {
+	if !bytes.Contains(b, []byte(`"`+op+`"`)) {
 		return false
 	}
 	var probe struct {
 		Op string `json:"op"`
 	}
-	return json.Unmarshal(b, &probe) == nil && probe.Op == "notification"
+	return json.Unmarshal(b, &probe) == nil && probe.Op == op
 }
 
 // splitNotification returns a notification frame's sid, seq, prev (-1

@@ -42,18 +42,7 @@ func groupedURL(raw string) (string, error) {
 }
 
 // isGroup reports whether a text frame is a grouped notification.
-func isGroup(b []byte) bool {
-	if bytes.HasPrefix(b, groupPrefix) {
-		return true
-	}
-	if !bytes.Contains(b, []byte(`"notifications"`)) {
-		return false
-	}
-	var probe struct {
-		Op string `json:"op"`
-	}
-	return json.Unmarshal(b, &probe) == nil && probe.Op == "notifications"
-}
+func isGroup(b []byte) bool { return hasOp(b, groupPrefix, "notifications") }
 
 // splitGroup returns a grouped frame's recipients and publication,
 // appending the recipients to to.
