@@ -87,6 +87,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzNotification$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./client
 	$(GO) test -run '^$$' -fuzz '^FuzzReply$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./client
 	$(GO) test -run '^$$' -fuzz '^FuzzTime$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./client
+	$(GO) test -run '^$$' -fuzz '^FuzzGroup$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./client
+	$(GO) test -run '^$$' -fuzz '^FuzzGroupCBOR$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./client
 
 # The storage engine benchmark against Pebble and goleveldb; prints the table
 # that docs/lsm-benchmarks.md holds (about 10 minutes).
