@@ -68,7 +68,7 @@ func (c *Config) withDefaults() error {
 		c.Settle = time.Second
 	}
 	if c.Conns < 0 || c.PubConns < 0 || c.Window < 0 || c.Ahead < 0 {
-		return errors.New("natspeer: negative connection count, window or lead")
+		return errors.New("natspeer: negative connection count, window or ahead")
 	}
 	if held := (c.Conns + c.PubConns) * (c.Window - 1); c.Ahead > 0 && c.Ahead <= held {
 		return fmt.Errorf("natspeer: ahead %d must exceed %d, the operations the connections may hold in partial windows", c.Ahead, held)
