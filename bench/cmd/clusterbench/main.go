@@ -295,13 +295,10 @@ func measure(nodes []*procs.Node, w *cellsWorkload, conns, window int) (result, 
 		}
 		pubConns = append(pubConns, c)
 	}
-	cpu0, err := cpuTotal(nodes)
+	m, err := startMeter(nodes)
 	if err != nil {
 		return result{}, err
 	}
-	msgs0 := clusterMessages(nodes)
-	profile(nodes)
-	start := time.Now()
 	var next, refusals atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, len(pubConns)*window)
@@ -341,23 +338,55 @@ func measure(nodes []*procs.Node, w *cellsWorkload, conns, window int) (result, 
 	for deadline := time.Now().Add(2 * time.Minute); got.Load() < w.owed && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
-	secs := time.Since(start).Seconds()
-	cpu1, err := cpuTotal(nodes)
+	secs, cpu, err := m.stop()
 	if err != nil {
 		return result{}, err
 	}
 	time.Sleep(500 * time.Millisecond) // anything beyond what is owed
-	r := result{seconds: secs, cpu: cpu1 - cpu0, got: got.Load(), owed: w.owed, refused: refusals.Load()}
-	msgs1 := clusterMessages(nodes)
-	r.natsKinds = map[string]float64{}
-	for _, m := range messageKinds {
-		r.natsKinds[m] = (msgs1[m] - msgs0[m]) / float64(len(w.pubs))
-		r.natsMsgs += r.natsKinds[m]
-	}
+	r := result{seconds: secs, cpu: cpu, got: got.Load(), owed: w.owed, refused: refusals.Load()}
+	m.messages(&r, len(w.pubs))
 	if r.got != r.owed {
 		return r, fmt.Errorf("%d notifications arrived, %d owed", r.got, r.owed)
 	}
 	return r, nil
+}
+
+// meter measures the nodes over a run: its time, their CPU, and the NATS
+// messages between them. Starting it also starts the profiles (-pprof).
+type meter struct {
+	nodes []*procs.Node
+	start time.Time
+	cpu0  float64
+	msgs0 map[string]float64
+}
+
+func startMeter(nodes []*procs.Node) (*meter, error) {
+	cpu0, err := cpuTotal(nodes)
+	if err != nil {
+		return nil, err
+	}
+	m := &meter{nodes: nodes, cpu0: cpu0, msgs0: clusterMessages(nodes)}
+	profile(nodes)
+	m.start = time.Now()
+	return m, nil
+}
+
+// stop returns the seconds since the start and the CPU-seconds spent.
+func (m *meter) stop() (secs, cpu float64, err error) {
+	secs = time.Since(m.start).Seconds()
+	cpu1, err := cpuTotal(m.nodes)
+	return secs, cpu1 - m.cpu0, err
+}
+
+// messages fills r's NATS messages between nodes per publication, by
+// kind and in all, since the start.
+func (m *meter) messages(r *result, publications int) {
+	msgs1 := clusterMessages(m.nodes)
+	r.natsKinds = map[string]float64{}
+	for _, k := range messageKinds {
+		r.natsKinds[k] = (msgs1[k] - m.msgs0[k]) / float64(publications)
+		r.natsMsgs += r.natsKinds[k]
+	}
 }
 
 // profileDir, when set, receives CPU profiles of the brokers (-pprof).

@@ -32,20 +32,16 @@ func measureMoving(nodes []*procs.Node, ops []workload.Op, seed int64) (result, 
 	for _, n := range nodes {
 		urls = append(urls, n.WS())
 	}
-	cpu0, err := cpuTotal(nodes)
+	m, err := startMeter(nodes)
 	if err != nil {
 		return result{}, err
 	}
-	msgs0 := clusterMessages(nodes)
-	profile(nodes)
-	start := time.Now()
 	rep, err := loadgen.Run(context.Background(), loadgen.Config{WSURLs: urls, Ops: ops, Closed: true, Conns: 16, PubConns: 4, Window: 16,
 		Seed: seed, Settle: 500 * time.Millisecond})
 	if err != nil {
 		return result{}, err
 	}
-	secs := time.Since(start).Seconds()
-	cpu1, err := cpuTotal(nodes)
+	secs, cpu, err := m.stop()
 	if err != nil {
 		return result{}, err
 	}
@@ -59,13 +55,8 @@ func measureMoving(nodes []*procs.Node, ops []workload.Op, seed int64) (result, 
 		return result{}, fmt.Errorf("errors: %v", rep.Errors)
 	}
 	got := int64(rep.Notifications + rep.PastResults)
-	r := result{seconds: secs, cpu: cpu1 - cpu0, got: got, owed: int64(comp.ExpectedLive + comp.ExpectedPast), live: int64(rep.Notifications),
+	r := result{seconds: secs, cpu: cpu, got: got, owed: int64(comp.ExpectedLive + comp.ExpectedPast), live: int64(rep.Notifications),
 		refused: refused}
-	msgs1 := clusterMessages(nodes)
-	r.natsKinds = map[string]float64{}
-	for _, m := range messageKinds {
-		r.natsKinds[m] = (msgs1[m] - msgs0[m]) / float64(rep.Publishes)
-		r.natsMsgs += r.natsKinds[m]
-	}
+	m.messages(&r, rep.Publishes)
 	return r, nil
 }
