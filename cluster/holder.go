@@ -88,14 +88,14 @@ func (h *holder) replied(id string, data []byte, noOwner bool) {
 		c.done <- nil
 		return
 	}
-	var r reply
-	if err := json.Unmarshal(data, &r); err != nil {
-		r = reply{Err: &wireError{Kind: "internal", Msg: "cluster: malformed reply: " + err.Error()}}
+	r, err := decodeReply(data)
+	if err != nil {
+		r = &reply{Err: &wireError{Kind: "internal", Msg: err.Error()}}
 	}
 	if c.onReply != nil {
-		c.onReply(&r)
+		c.onReply(r)
 	}
-	c.done <- &r
+	c.done <- r
 }
 
 // attemptTimeout bounds the wait for one owner's reply. Past it the

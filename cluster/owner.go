@@ -194,10 +194,8 @@ func (o *owner) answer(holder, subject string, r *reply) {
 		return
 	}
 	r.Node = o.lease
-	b, err := json.Marshal(r)
-	if err != nil {
-		b, _ = json.Marshal(&reply{Err: &wireError{Kind: "internal", Msg: err.Error()}})
-	}
+	b := encodeReply(r)
+	var err error
 	if holder == "" || !validID(holder) {
 		o.n.counters.replies.Add(1)
 		err = o.n.nc.Publish(subject, b)

@@ -3,12 +3,12 @@ package cluster
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
 
 	"github.com/seed84792017/cellcast/catalog"
+	"github.com/seed84792017/cellcast/listdb"
 	"github.com/seed84792017/cellcast/service"
 	"github.com/seed84792017/cellcast/subscriptions"
 )
@@ -23,7 +23,7 @@ import (
 const maxQueries = 16
 
 // queryPageBytes bounds the publications of one page of a shard's answer
-// (JSON), under NATS's 1 MiB payload limit with room for the rest.
+// (their records), under NATS's 1 MiB payload limit with room for the rest.
 const queryPageBytes = 512 << 10
 
 // Query asks every shard and returns the newest q.K of their answers,
@@ -108,11 +108,7 @@ func (o *owner) query(r *request) *reply {
 	pubs = pubs[min(r.Skip, len(pubs)):]
 	size := 0
 	for i := range pubs {
-		b, err := json.Marshal(&pubs[i])
-		if err != nil {
-			return &reply{Err: toWire(err)}
-		}
-		if size += len(b); size > queryPageBytes && i > 0 {
+		if size += len(listdb.EncodePublication(&pubs[i])); size > queryPageBytes && i > 0 {
 			return &reply{Pubs: pubs[:i], More: true}
 		}
 	}

@@ -116,32 +116,12 @@ var errShort = errors.New("cluster: damaged notification batch")
 // notification and ended for each ended route, in order.
 func decodeNotes(b []byte, note func(*notification), ended func(*lostRoute)) error {
 	var pubs []*notification // the publications, by index, with their renderings
-	bytes := func() []byte {
-		l, k := binary.Uvarint(b)
-		if k <= 0 || uint64(len(b)-k) < l {
-			b = nil
-			return nil
-		}
-		x := b[k : k+int(l)]
-		b = b[k+int(l):]
-		return x
-	}
-	num := func() int64 {
-		v, k := binary.Varint(b)
-		if k <= 0 {
-			b = nil
-			return 0
-		}
-		b = b[k:]
-		return v
-	}
-	for len(b) > 0 {
-		kind := b[0]
-		b = b[1:]
-		switch kind {
+	w := wireReader{b: b}
+	for len(w.b) > 0 {
+		switch kind := w.byte(); kind {
 		case batchPub:
-			rec, body := bytes(), bytes()
-			if b == nil {
+			rec, body := w.bytes(), w.bytes()
+			if w.bad {
 				return errShort
 			}
 			p, err := listdb.DecodePublication(rec)
@@ -150,22 +130,17 @@ func decodeNotes(b []byte, note func(*notification), ended func(*lostRoute)) err
 			}
 			pubs = append(pubs, &notification{Pub: p, Body: body})
 		case batchNote:
-			sid, uid := bytes(), bytes()
-			seq, prev := num(), num()
-			if len(b) == 0 {
+			sid, uid := w.bytes(), w.bytes()
+			seq, prev := w.varint(), w.varint()
+			replayed := w.byte() == 1
+			i := w.uvarint()
+			if w.bad || i >= uint64(len(pubs)) {
 				return errShort
 			}
-			replayed := b[0] == 1
-			b = b[1:]
-			i, k := binary.Uvarint(b)
-			if k <= 0 || i >= uint64(len(pubs)) {
-				return errShort
-			}
-			b = b[k:]
 			note(&notification{Sid: string(sid), Uid: string(uid), Seq: seq, Prev: prev, Replayed: replayed, Pub: pubs[i].Pub, Body: pubs[i].Body})
 		case batchEnded:
-			j := bytes()
-			if b == nil {
+			j := w.bytes()
+			if w.bad {
 				return errShort
 			}
 			var l lostRoute

@@ -103,25 +103,39 @@ func (st *Store) Restore(ctx context.Context, frag []byte) error {
 
 // DecodePublication reads a fragment made by EncodePublication.
 func DecodePublication(frag []byte) (subscriptions.Publication, error) {
+	r, err := decodeOne(frag, KindPublication)
+	if err != nil {
+		return subscriptions.Publication{}, err
+	}
+	return r.Publication()
+}
+
+// DecodeSubscription reads a fragment made by EncodeSubscription.
+func DecodeSubscription(frag []byte) (subscriptions.Subscription, error) {
+	r, err := decodeOne(frag, KindSubscription)
+	if err != nil {
+		return subscriptions.Subscription{}, err
+	}
+	return r.Subscription()
+}
+
+// decodeOne reads a fragment's first record, which must be of kind.
+func decodeOne(frag []byte, kind byte) (Rec, error) {
 	var (
-		p   subscriptions.Publication
+		rec Rec
 		n   int
-		err error
 	)
-	ferr := forEach(frag, func(r *Rec) bool {
-		n++
-		if r.Kind != KindPublication {
-			err = fmt.Errorf("%w: record of kind %d, not a publication", ErrCorrupt, r.Kind)
-			return false
-		}
-		p, err = r.Publication()
+	if err := forEach(frag, func(r *Rec) bool {
+		rec, n = *r, 1
 		return false
-	})
-	if ferr != nil {
-		return p, ferr
+	}); err != nil {
+		return rec, err
 	}
-	if err == nil && n != 1 {
-		err = fmt.Errorf("%w: no publication", ErrCorrupt)
+	switch {
+	case n == 0:
+		return rec, fmt.Errorf("%w: an empty fragment", ErrCorrupt)
+	case rec.Kind != kind:
+		return rec, fmt.Errorf("%w: a record of kind %d, not %d", ErrCorrupt, rec.Kind, kind)
 	}
-	return p, err
+	return rec, nil
 }
