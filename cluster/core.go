@@ -31,13 +31,14 @@ func (n *Node) Subscribe(ctx context.Context, req *subscriptions.SubscribeReques
 		}
 	}
 	h := n.h
-	_, err := h.call(ctx, shard, &request{Op: opSubscribe, Holder: n.cfg.ID, Sub: req}, func(r *reply) {
+	id := h.next.Add(1)
+	_, err := h.call(ctx, shard, &request{Op: opSubscribe, Holder: n.cfg.ID, Sub: req, Route: id}, func(r *reply) {
 		if r.Err != nil || r.SubR == nil {
 			return
 		}
 		if r.SubR.Stored && sink != nil {
 			h.mu.Lock()
-			h.routes[r.Sid] = &route{sid: r.Sid, uid: req.Uid, shard: shard, node: r.Node, sink: sink}
+			h.put(&route{id: id, sid: r.Sid, uid: req.Uid, shard: shard, node: r.Node, sink: sink})
 			h.mu.Unlock()
 		}
 		answer(r.SubR, r.Sid)
@@ -127,7 +128,8 @@ func (n *Node) Resume(ctx context.Context, sid string, after int64, owner string
 	}
 	h := n.h
 	var moved *route
-	_, err = h.call(ctx, shard, &request{Op: opResume, Holder: n.cfg.ID, Sid: sid, After: after, Owner: owner}, func(r *reply) {
+	id := h.next.Add(1)
+	_, err = h.call(ctx, shard, &request{Op: opResume, Holder: n.cfg.ID, Sid: sid, After: after, Owner: owner, Route: id}, func(r *reply) {
 		if r.Err != nil || r.Rep == nil {
 			return
 		}
@@ -135,7 +137,7 @@ func (n *Node) Resume(ctx context.Context, sid string, after int64, owner string
 		if old := h.routes[sid]; old != nil && old.sink != sink {
 			moved = old
 		}
-		h.routes[sid] = &route{sid: sid, uid: r.Rep.Sub.Uid, shard: shard, node: r.Node, sink: sink, last: after}
+		h.put(&route{id: id, sid: sid, uid: r.Rep.Sub.Uid, shard: shard, node: r.Node, sink: sink, last: after})
 		h.mu.Unlock()
 		res := *r.Rep
 		res.Pubs = make([]subscriptions.Publication, r.N) // they follow as notifications
@@ -178,7 +180,7 @@ func (n *Node) Detach(sid string, sink delivery.Sink) {
 		h.mu.Unlock()
 		return
 	}
-	delete(h.routes, sid)
+	h.drop(sid)
 	h.mu.Unlock()
 	b, _ := json.Marshal(&request{Op: opDetach, Holder: n.cfg.ID, Sid: sid}) // strings only: cannot fail
 	n.h.send(r.shard, &nats.Msg{Subject: shardSubject + r.shard, Data: b})

@@ -29,6 +29,7 @@ const (
 // route is, on the node holding a subscriber, where one of its
 // subscriptions is served and what the subscriber last got.
 type route struct {
+	id              uint64 // the number its owner's notifications name it by
 	sid, uid, shard string
 	node            string // the owner it is routed through
 	sink            delivery.Sink
@@ -54,11 +55,28 @@ type holder struct {
 	mu     sync.Mutex
 	calls  map[string]*call
 	routes map[string]*route // by sid
+	byID   map[uint64]*route // the same routes, by id
 	owner  map[string]string // shard -> node, as the lease loop last read
 }
 
 func newHolder(n *Node) *holder {
-	return &holder{n: n, calls: map[string]*call{}, routes: map[string]*route{}, owner: map[string]string{}}
+	return &holder{n: n, calls: map[string]*call{}, routes: map[string]*route{}, byID: map[uint64]*route{}, owner: map[string]string{}}
+}
+
+// put makes r the route of its sid, in place of the one it had. h.mu is
+// held.
+func (h *holder) put(r *route) {
+	h.drop(r.sid)
+	h.routes[r.sid] = r
+	h.byID[r.id] = r
+}
+
+// drop forgets the route of sid. h.mu is held.
+func (h *holder) drop(sid string) {
+	if r := h.routes[sid]; r != nil {
+		delete(h.byID, r.id)
+		delete(h.routes, sid)
+	}
 }
 
 // receive reads what is addressed to this node, in order.
@@ -169,11 +187,11 @@ func (h *holder) forget(id string) {
 func (h *holder) notify(w *notification) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	r := h.routes[w.Sid]
+	r := h.byID[w.Route]
 	if r == nil || r.state != live || w.Seq <= r.last {
 		return
 	}
-	n := &delivery.Notification{Sid: w.Sid, Uid: w.Uid, Seq: w.Seq, Prev: r.last, Pub: &w.Pub, Body: w.Body, Replayed: w.Replayed}
+	n := &delivery.Notification{Sid: r.sid, Uid: r.uid, Seq: w.Seq, Prev: r.last, Pub: &w.Pub, Body: w.Body, Replayed: w.Replayed}
 	if r.sink.Notify(n) {
 		r.last = w.Seq
 	} else {
@@ -189,7 +207,7 @@ func (h *holder) lost(l *lostRoute) {
 		h.mu.Unlock()
 		return
 	}
-	delete(h.routes, l.Sid)
+	h.drop(l.Sid)
 	h.mu.Unlock()
 	r.sink.Lost(l.Sid)
 	if e, ok := r.sink.(delivery.Ender); ok {
@@ -223,7 +241,7 @@ func (h *holder) resume(r *route) {
 	h.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), attemptTimeout)
 	defer cancel()
-	_, err := h.call(ctx, r.shard, &request{Op: opResume, Holder: h.n.cfg.ID, Sid: sid, After: after, Owner: uid}, func(rep *reply) {
+	_, err := h.call(ctx, r.shard, &request{Op: opResume, Holder: h.n.cfg.ID, Sid: sid, After: after, Owner: uid, Route: r.id}, func(rep *reply) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if h.routes[sid] != r {
@@ -242,7 +260,7 @@ func (h *holder) resume(r *route) {
 		return
 	}
 	if errors.Is(err, subscriptions.ErrUnknownSid) {
-		delete(h.routes, sid) // expired or cancelled meanwhile
+		h.drop(sid) // expired or cancelled meanwhile
 		go func() {
 			r.sink.Lost(sid)
 			if e, ok := r.sink.(delivery.Ender); ok {

@@ -19,7 +19,7 @@ import (
 // sender is what an owner sends to one holding node, in order: an
 // outbox (NATS) for another node, a localBox for its own.
 type sender interface {
-	notify(*delivery.Notification)
+	notify(route uint64, n *delivery.Notification)
 	ended(*lostRoute)
 	// reply sends an answer after everything sent before it.
 	reply(subject string, data []byte) error
@@ -87,8 +87,8 @@ func (b *localBox) push(it localItem) {
 	}
 }
 
-func (b *localBox) notify(n *delivery.Notification) {
-	b.push(localItem{note: &notification{Sid: n.Sid, Uid: n.Uid, Seq: n.Seq, Prev: n.Prev, Replayed: n.Replayed, Pub: *n.Pub, Body: n.Body}})
+func (b *localBox) notify(route uint64, n *delivery.Notification) {
+	b.push(localItem{note: &notification{Route: route, Seq: n.Seq, Replayed: n.Replayed, Pub: *n.Pub, Body: n.Body}})
 }
 
 func (b *localBox) ended(l *lostRoute) { b.push(localItem{ended: l}) }

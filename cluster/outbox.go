@@ -21,7 +21,8 @@ type outbox struct {
 	sent    *counters
 	kick    chan struct{}
 
-	mu sync.Mutex
+	mu     sync.Mutex
+	closed bool
 	batch
 }
 
@@ -38,7 +39,7 @@ func (b *batch) reset() {
 	b.npub = 0
 }
 
-func (b *batch) note(n *delivery.Notification) {
+func (b *batch) note(route uint64, n *delivery.Notification) {
 	if b.pubs == nil {
 		b.pubs = map[*subscriptions.Publication]uint64{}
 	}
@@ -52,7 +53,7 @@ func (b *batch) note(n *delivery.Notification) {
 		b.buf = appendBytes(b.buf, n.Body)
 	}
 	b.buf = append(b.buf, batchNote)
-	b.buf = encodeNote(b.buf, n, i)
+	b.buf = encodeNote(b.buf, route, n, i)
 }
 
 func (b *batch) ended(l *lostRoute) {
@@ -95,6 +96,7 @@ func (b *outbox) flush() {
 	b.reset()
 }
 
+// wake runs the sender; b.mu is held, so that close cannot come between.
 func (b *outbox) wake() {
 	select {
 	case b.kick <- struct{}{}:
@@ -102,21 +104,27 @@ func (b *outbox) wake() {
 	}
 }
 
-func (b *outbox) notify(n *delivery.Notification) {
+func (b *outbox) notify(route uint64, n *delivery.Notification) {
 	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return // the node is closing
+	}
 	if len(b.buf) > maxBatch {
 		b.flush()
 	}
-	b.note(n)
-	b.mu.Unlock()
+	b.note(route, n)
 	b.sent.notifications.Add(1)
 	b.wake()
 }
 
 func (b *outbox) ended(l *lostRoute) {
 	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return
+	}
 	b.batch.ended(l)
-	b.mu.Unlock()
 	b.wake()
 }
 
@@ -130,7 +138,12 @@ func (b *outbox) reply(subject string, data []byte) error {
 	return b.nc.Publish(subject, data)
 }
 
-func (b *outbox) close() { close(b.kick) }
+func (b *outbox) close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	close(b.kick)
+}
 
 func appendBytes(b, x []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(len(x)))

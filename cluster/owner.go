@@ -270,7 +270,8 @@ func (o *owner) exec(p *op, log *[]byte) func(error) {
 		if r.Sub == nil {
 			return fail(fmt.Errorf("%w: subscribe without a request", subscriptions.ErrBadRequest))
 		}
-		k := &remoteSink{o: o, holder: r.Holder, held: true}
+		k := newRemoteSink(o, r.Holder, "", r.Route)
+		k.held = true
 		var res *subscriptions.SubscribeResult
 		err := o.svc.Subscribe(ctx, r.Sub, k, func(sr *subscriptions.SubscribeResult, sid string) {
 			res, k.sid = sr, sid
@@ -327,11 +328,11 @@ func (o *owner) exec(p *op, log *[]byte) func(error) {
 		o.mu.Lock()
 		k := o.sinks[key]
 		if k == nil {
-			k = &remoteSink{o: o, holder: r.Holder, sid: r.Sid}
+			k = newRemoteSink(o, r.Holder, r.Sid, r.Route)
 			o.sinks[key] = k
 		}
 		o.mu.Unlock()
-		k.hold()
+		k.hold(r.Route)
 		var res *subscriptions.ReplayResult
 		err := o.svc.Resume(ctx, r.Sid, r.After, r.Owner, k, func(rr *subscriptions.ReplayResult) { res = rr })
 		if err != nil {

@@ -13,10 +13,16 @@ import (
 type remoteSink struct {
 	o           *owner
 	holder, sid string
+	out         sender // to holder
 
 	mu      sync.Mutex
+	route   uint64 // the holder's number for the route
 	held    bool
 	pending []delivery.Notification
+}
+
+func newRemoteSink(o *owner, holder, sid string, route uint64) *remoteSink {
+	return &remoteSink{o: o, holder: holder, sid: sid, out: o.n.outbox(holder), route: route}
 }
 
 // Notify sends n to the holder, or keeps it while held. It never refuses:
@@ -28,13 +34,14 @@ func (k *remoteSink) Notify(n *delivery.Notification) bool {
 		k.pending = append(k.pending, *n)
 		return true
 	}
-	k.o.n.outbox(k.holder).notify(n)
+	k.out.notify(k.route, n)
 	return true
 }
 
-func (k *remoteSink) hold() {
+// hold keeps notifications until release; those released go on route.
+func (k *remoteSink) hold(route uint64) {
 	k.mu.Lock()
-	k.held = true
+	k.held, k.route = true, route
 	k.mu.Unlock()
 }
 
@@ -42,9 +49,8 @@ func (k *remoteSink) hold() {
 func (k *remoteSink) release() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	out := k.o.n.outbox(k.holder)
 	for i := range k.pending {
-		out.notify(&k.pending[i])
+		k.out.notify(k.route, &k.pending[i])
 	}
 	k.pending, k.held = nil, false
 }
@@ -65,5 +71,5 @@ func (k *remoteSink) Ended(e delivery.End) {
 	if closing {
 		return
 	}
-	o.n.outbox(k.holder).ended(&lostRoute{Sid: e.Sid, Uid: e.Uid, Why: e.Why, Last: e.Last, Node: o.lease})
+	k.out.ended(&lostRoute{Sid: e.Sid, Uid: e.Uid, Why: e.Why, Last: e.Last, Node: o.lease})
 }

@@ -45,6 +45,7 @@ type request struct {
 	Pub    *subscriptions.PublishRequest   `json:"pub,omitempty"`
 	Sid    string                          `json:"sid,omitempty"`
 	After  int64                           `json:"after,omitempty"`
+	Route  uint64                          `json:"route,omitempty"` // the holder's number for the route it is making
 	Owner  string                          `json:"owner,omitempty"` // the uid that must own Sid
 	Query  *service.Query                  `json:"query,omitempty"`
 	Skip   int                             `json:"skip,omitempty"` // a query's results already received
@@ -75,14 +76,15 @@ type wireError struct {
 func (e *wireError) Error() string { return e.Msg }
 
 // notification is what a shard owner sends to the node holding a
-// subscription: the sid, its sequence numbers, the publication's stamp and
-// its rendering (every node renders alike).
+// subscription: the route (the holder's number for it, which names the
+// sid and user), the sequence number, the publication and its rendering
+// (every node renders alike).
 type notification struct {
-	Sid, Uid  string
-	Seq, Prev int64
-	Replayed  bool
-	Pub       subscriptions.Publication
-	Body      []byte
+	Route    uint64
+	Seq      int64
+	Replayed bool
+	Pub      subscriptions.Publication
+	Body     []byte
 }
 
 // lostRoute tells the holder that a subscription no longer routes to it.
@@ -96,12 +98,11 @@ type lostRoute struct {
 
 func encodePublication(p *subscriptions.Publication) []byte { return listdb.EncodePublication(p) }
 
-// encodeNote writes a notification of the batch's publication pub.
-func encodeNote(b []byte, n *delivery.Notification, pub uint64) []byte {
-	b = appendBytes(b, []byte(n.Sid))
-	b = appendBytes(b, []byte(n.Uid))
+// encodeNote writes a notification on route of the batch's publication
+// pub.
+func encodeNote(b []byte, route uint64, n *delivery.Notification, pub uint64) []byte {
+	b = binary.AppendUvarint(b, route)
 	b = binary.AppendVarint(b, n.Seq)
-	b = binary.AppendVarint(b, n.Prev)
 	flag := byte(0)
 	if n.Replayed {
 		flag = 1
@@ -130,14 +131,13 @@ func decodeNotes(b []byte, note func(*notification), ended func(*lostRoute)) err
 			}
 			pubs = append(pubs, &notification{Pub: p, Body: body})
 		case batchNote:
-			sid, uid := w.bytes(), w.bytes()
-			seq, prev := w.varint(), w.varint()
+			route, seq := w.uvarint(), w.varint()
 			replayed := w.byte() == 1
 			i := w.uvarint()
 			if w.bad || i >= uint64(len(pubs)) {
 				return errShort
 			}
-			note(&notification{Sid: string(sid), Uid: string(uid), Seq: seq, Prev: prev, Replayed: replayed, Pub: pubs[i].Pub, Body: pubs[i].Body})
+			note(&notification{Route: route, Seq: seq, Replayed: replayed, Pub: pubs[i].Pub, Body: pubs[i].Body})
 		case batchEnded:
 			j := w.bytes()
 			if w.bad {

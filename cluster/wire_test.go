@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"strconv"
 	"testing"
 
 	"github.com/seed84792017/cellcast/delivery"
@@ -14,27 +15,27 @@ func TestBatchRoundTrip(t *testing.T) {
 		Desc: "fire", Attrs: map[string]string{"k": "v"}, At: &subscriptions.Point{Lat: 40.7, Lng: -74, RadiusM: 10}}
 	q := &subscriptions.Publication{Uid: "bo", Cell: subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{3}}, Tp: 80, Tmax: 90}
 	var b batch
-	b.note(&delivery.Notification{Sid: "x-1.4", Uid: "bob", Seq: 12, Prev: 3, Pub: p, Body: []byte(`{"pid":"p"}`), Replayed: true})
-	b.note(&delivery.Notification{Sid: "y-1", Uid: "cy", Seq: 5, Pub: q, Body: []byte(`{"pid":"q"}`)})
+	b.note(1<<40, &delivery.Notification{Sid: "x-1.4", Uid: "bob", Seq: 12, Prev: 3, Pub: p, Body: []byte(`{"pid":"p"}`), Replayed: true})
+	b.note(7, &delivery.Notification{Sid: "y-1", Uid: "cy", Seq: 5, Pub: q, Body: []byte(`{"pid":"q"}`)})
 	b.ended(&lostRoute{Sid: "z-2", Why: delivery.EndWindow, Last: 9, Node: "n1"})
-	b.note(&delivery.Notification{Sid: "z-1", Uid: "di", Seq: 6, Prev: 5, Pub: p, Body: []byte(`{"pid":"p"}`)})
+	b.note(9, &delivery.Notification{Sid: "z-1", Uid: "di", Seq: 6, Prev: 5, Pub: p, Body: []byte(`{"pid":"p"}`)})
 	var got []*notification
 	var ends []*lostRoute
 	var order []string
-	err := decodeNotes(b.buf, func(n *notification) { got = append(got, n); order = append(order, n.Sid) },
+	err := decodeNotes(b.buf, func(n *notification) { got = append(got, n); order = append(order, strconv.FormatUint(n.Route, 10)) },
 		func(l *lostRoute) { ends = append(ends, l); order = append(order, "end "+l.Sid) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 3 || len(ends) != 1 || order[2] != "end z-2" || order[3] != "z-1" {
+	if len(got) != 3 || len(ends) != 1 || order[2] != "end z-2" || order[3] != "9" {
 		t.Fatalf("order %v", order)
 	}
 	a := got[0]
-	if a.Sid != "x-1.4" || a.Uid != "bob" || a.Seq != 12 || a.Prev != 3 || !a.Replayed || !bytes.Equal(a.Body, []byte(`{"pid":"p"}`)) ||
+	if a.Route != 1<<40 || a.Seq != 12 || !a.Replayed || !bytes.Equal(a.Body, []byte(`{"pid":"p"}`)) ||
 		a.Pub.Desc != "fire" || a.Pub.Tp != 77 || a.Pub.Attrs["k"] != "v" || a.Pub.At == nil || a.Pub.At.RadiusM != 10 {
 		t.Fatalf("first: %+v", a)
 	}
-	if got[1].Pub.Uid != "bo" || got[2].Pub.Desc != "fire" || got[2].Seq != 6 || ends[0].Last != 9 || ends[0].Why != delivery.EndWindow {
+	if got[1].Route != 7 || got[1].Replayed || got[1].Pub.Uid != "bo" || got[2].Pub.Desc != "fire" || got[2].Seq != 6 || ends[0].Last != 9 || ends[0].Why != delivery.EndWindow {
 		t.Fatalf("rest: %+v %+v %+v", got[1], got[2], ends[0])
 	}
 	// The first publication's record went out once.
@@ -48,7 +49,7 @@ func TestBatchRoundTrip(t *testing.T) {
 func FuzzNotes(f *testing.F) {
 	var b batch
 	p := &subscriptions.Publication{Uid: "a", Cell: subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{2}}, Tp: 5, Tmax: 9}
-	b.note(&delivery.Notification{Sid: "s", Uid: "u", Seq: 1, Pub: p, Body: []byte("{}")})
+	b.note(3, &delivery.Notification{Sid: "s", Uid: "u", Seq: 1, Pub: p, Body: []byte("{}")})
 	b.ended(&lostRoute{Sid: "s"})
 	f.Add(b.buf)
 	f.Add([]byte{batchNote, 0})

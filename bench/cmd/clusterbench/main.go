@@ -47,6 +47,7 @@ func main() {
 	flag.StringVar(&profileDir, "pprof", "", "write a 5 s CPU profile of each broker, from the start of the publications, to this directory")
 	kind := flag.String("workload", "cells", "cells (subscriptions first, publications at depths 1-6) or moving (the moving-user workload, closed loop)")
 	ops := flag.Int("ops", 40000, "operations of the moving-user workload")
+	life := flag.Duration("lifetime", 0, "the moving-user workload's windows and expiry (0: the workload's 10 s windows and 20 s expiry)")
 	flag.Parse()
 	var measureOn func([]*procs.Node) (result, error)
 	switch *kind {
@@ -55,7 +56,7 @@ func main() {
 		fmt.Printf("%d subscriptions, %d publications, %d notifications owed\n", *subs, *pubs, w.owed)
 		measureOn = func(nodes []*procs.Node) (result, error) { return measure(nodes, w, *conns, *window) }
 	case "moving":
-		w, err := movingUsers(*ops, *seed)
+		w, err := movingUsers(*ops, *seed, *life)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "clusterbench:", err)
 			os.Exit(1)

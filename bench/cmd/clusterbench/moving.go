@@ -15,8 +15,9 @@ import (
 // benchmarks (bench/workload: 10k users over New York, quad tree depth 8,
 // 3 subscriptions per publication), kept at or below the shard depth so
 // that the load generator's oracle holds on a cluster (workload.MinLevel).
-func movingUsers(ops int, seed int64) ([]workload.Op, error) {
-	g, err := workload.New(workload.Config{Seed: seed, Ops: ops, Users: 10000, SubsPerPub: 3, Space: workload.Quad, Depth: 8, MinLevel: 2})
+func movingUsers(ops int, seed int64, life time.Duration) ([]workload.Op, error) {
+	g, err := workload.New(workload.Config{Seed: seed, Ops: ops, Users: 10000, SubsPerPub: 3, Space: workload.Quad, Depth: 8, MinLevel: 2,
+		Past: life, Future: life, Expires: life})
 	if err != nil {
 		return nil, err
 	}
