@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -182,7 +181,7 @@ func (n *Node) Detach(sid string, sink delivery.Sink) {
 	}
 	h.drop(sid)
 	h.mu.Unlock()
-	b, _ := json.Marshal(&request{Op: opDetach, Holder: n.cfg.ID, Sid: sid}) // strings only: cannot fail
+	b := encodeRequest(&request{Op: opDetach, Holder: n.cfg.ID, Sid: sid})
 	n.h.send(r.shard, &nats.Msg{Subject: shardSubject + r.shard, Data: b})
 }
 

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -123,10 +122,7 @@ const attemptTimeout = 5 * time.Second
 // call sends req to shard's owner and waits for the reply, retrying while
 // no owner listens (the shard is moving) until ctx ends.
 func (h *holder) call(ctx context.Context, shard string, req *request, onReply func(*reply)) (*reply, error) {
-	body, err := json.Marshal(req)
-	if err != nil {
-		return nil, err
-	}
+	body := encodeRequest(req)
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, attemptTimeout)

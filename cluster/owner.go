@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -150,11 +149,15 @@ func openOwner(ctx context.Context, n *Node, name, lease string) (*owner, error)
 
 // take queues a request for the loop.
 func (o *owner) take(m *nats.Msg) {
-	var r request
-	if err := json.Unmarshal(m.Data, &r); err != nil || (r.Holder != "" && !validID(r.Holder)) {
+	rp, err := decodeRequest(m.Data)
+	if err == nil && rp.Holder != "" && !validID(rp.Holder) {
+		err = fmt.Errorf("%w: holder %q", errBadRequestWire, rp.Holder)
+	}
+	if err != nil {
 		o.n.log.Error("cluster: a malformed request on a shard subject", "shard", o.name, "err", err)
 		return
 	}
+	r := *rp
 	if r.Op == opQuery { // reads alone: beside the loop, not in its order
 		select {
 		case o.queries <- struct{}{}:

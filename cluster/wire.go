@@ -37,40 +37,40 @@ const (
 	opQuery       = "query"
 )
 
-// request is one operation sent to a shard's owner.
+// request is one operation sent to a shard's owner (requestcodec.go).
 type request struct {
-	Op     string                          `json:"op"`
-	Holder string                          `json:"holder,omitempty"` // the node holding the subscriber
-	Sub    *subscriptions.SubscribeRequest `json:"sub,omitempty"`
-	Pub    *subscriptions.PublishRequest   `json:"pub,omitempty"`
-	Sid    string                          `json:"sid,omitempty"`
-	After  int64                           `json:"after,omitempty"`
-	Route  uint64                          `json:"route,omitempty"` // the holder's number for the route it is making
-	Owner  string                          `json:"owner,omitempty"` // the uid that must own Sid
-	Query  *service.Query                  `json:"query,omitempty"`
-	Skip   int                             `json:"skip,omitempty"` // a query's results already received
+	Op     string
+	Holder string // the node holding the subscriber
+	Sub    *subscriptions.SubscribeRequest
+	Pub    *subscriptions.PublishRequest
+	Sid    string
+	After  int64
+	Route  uint64 // the holder's number for the route it is making
+	Owner  string // the uid that must own Sid
+	Query  *service.Query
+	Skip   int // a query's results already received
 }
 
-// reply is the owner's answer.
+// reply is the owner's answer (replycodec.go).
 type reply struct {
-	Err   *wireError                     `json:"err,omitempty"`
-	Sid   string                         `json:"sid,omitempty"`
-	SubR  *subscriptions.SubscribeResult `json:"subr,omitempty"`
-	PubR  *subscriptions.PublishResult   `json:"pubr,omitempty"`
-	Match int                            `json:"match,omitempty"` // len(PubR.Matches), which stay home
-	Rep   *subscriptions.ReplayResult    `json:"rep,omitempty"`
-	N     int                            `json:"n,omitempty"`    // len(Rep.Pubs), which follow as notifications
-	Node  string                         `json:"node,omitempty"` // the owner that answered
-	Pubs  []subscriptions.Publication    `json:"pubs,omitempty"` // a page of a query's results
-	More  bool                           `json:"more,omitempty"` // more results follow Pubs
+	Err   *wireError
+	Sid   string
+	SubR  *subscriptions.SubscribeResult
+	PubR  *subscriptions.PublishResult
+	Match int // len(PubR.Matches), which stay home
+	Rep   *subscriptions.ReplayResult
+	N     int                         // len(Rep.Pubs), which follow as notifications
+	Node  string                      // the owner that answered
+	Pubs  []subscriptions.Publication // a page of a query's results
+	More  bool                        // more results follow Pubs
 }
 
 // wireError carries an error's kind across nodes, so that a client gets
 // the code it would get from one node.
 type wireError struct {
-	Kind  string        `json:"kind"`
-	Msg   string        `json:"msg"`
-	Retry time.Duration `json:"retry,omitempty"`
+	Kind  string
+	Msg   string
+	Retry time.Duration
 }
 
 func (e *wireError) Error() string { return e.Msg }
