@@ -378,7 +378,7 @@ func (l *Locator) EncodePublication(p *subscriptions.Publication) []byte {
 	if l.cache == nil {
 		return render()
 	}
-	return l.cache.get(p.Tp, render)
+	return l.cache.get(p, render)
 }
 
 // EncodePublicationCBOR renders p as the CBOR object cellcast.cbor
@@ -394,7 +394,7 @@ func (l *Locator) EncodePublicationCBOR(p *subscriptions.Publication) []byte {
 	if l.cborCache == nil {
 		return render()
 	}
-	return l.cborCache.get(p.Tp, render)
+	return l.cborCache.get(p, render)
 }
 
 // Notification frames are rendered around the publication's shared body:

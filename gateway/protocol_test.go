@@ -51,27 +51,42 @@ func FuzzRequest(f *testing.F) {
 func TestPubCacheRendersOnceAndEvictsOldest(t *testing.T) {
 	c := newPubCache(2, 1<<20)
 	renders := 0
-	get := func(tp int64) string {
-		return string(c.get(tp, func() []byte { renders++; return []byte{byte('a' + tp)} }))
+	pub := func(tp int64) *subscriptions.Publication {
+		return &subscriptions.Publication{Uid: "u", Cell: subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{1, 2}}, Tp: tp, Tmax: tp + 10}
+	}
+	get := func(p *subscriptions.Publication) string {
+		return string(c.get(p, func() []byte { renders++; return []byte(p.Uid + p.Cell.String()) }))
 	}
 	for _, tp := range []int64{1, 2, 1, 2} {
-		if got := get(tp); got != string(rune('a'+tp)) {
+		if got := get(pub(tp)); got != "u1.2" {
 			t.Fatalf("get(%d) = %q", tp, got)
 		}
 	}
 	if renders != 2 {
 		t.Fatalf("%d renders for 2 publications", renders)
 	}
-	get(3) // evicts 1
-	get(1)
+	get(pub(3)) // evicts 1
+	get(pub(1))
 	if renders != 4 || len(c.m) != 2 {
 		t.Fatalf("after eviction: %d renders, %d cached", renders, len(c.m))
+	}
+	// Another shard's publication of a cached stamp is its own.
+	other := pub(1)
+	other.Cell.ID = dewey.ID{4, 4}
+	if got := get(other); got != "u4.4" {
+		t.Fatalf("a publication of the same stamp in another cell rendered %q", got)
+	}
+	reused := pub(1) // the cached one's cell, changed after it was cached
+	get(reused)
+	reused.Cell.ID[0] = 3
+	if got := get(reused); got != "u3.2" {
+		t.Fatalf("a reused publication rendered %q", got)
 	}
 	// The byte bound: five 60-byte bodies in a 250-byte cache keep four.
 	c = newPubCache(100, 250)
 	body := make([]byte, 60)
 	for tp := int64(1); tp <= 5; tp++ {
-		c.get(tp, func() []byte { return body })
+		c.get(pub(tp), func() []byte { return body })
 	}
 	if _, ok := c.m[1]; ok || len(c.m) != 4 || c.bytes != 240 {
 		t.Fatalf("byte bound: %d cached, %d bytes, oldest kept %v", len(c.m), c.bytes, ok)

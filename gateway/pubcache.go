@@ -2,7 +2,10 @@ package gateway
 
 import (
 	"bytes"
+	"slices"
 	"sync"
+
+	"github.com/seed84792017/cellcast/subscriptions"
 )
 
 // pubCache keeps publications' JSON by stamp. Publications never change,
@@ -10,9 +13,14 @@ import (
 // that finds it and in every notification. At 10k moving users each was
 // encoded about 190 times before the cache. It is bounded in entries and
 // in bytes (a publication's JSON can reach ~120 KB), evicting the oldest.
+//
+// A stamp names a publication within one store. A cluster node renders
+// publications of many shards, each stamping by its own clock, so two
+// may share a stamp: an entry keeps what it was rendered from, and a
+// publication that is not it is rendered afresh.
 type pubCache struct {
 	mu       sync.Mutex
-	m        map[int64][]byte
+	m        map[int64]rendered
 	order    []int64 // cached stamps, oldest first, from head on
 	head     int
 	bytes    int
@@ -26,32 +34,53 @@ const (
 	pubCacheBytes   = 32 << 20
 )
 
-func newPubCache(maxN, maxBytes int) *pubCache {
-	return &pubCache{m: make(map[int64][]byte), maxN: maxN, maxBytes: maxBytes}
+// rendered is a cached rendering and what tells its publication from
+// another of the same stamp (copied: callers may reuse a Publication).
+type rendered struct {
+	b         []byte
+	tmax      int64
+	uid, desc string
+	cell      subscriptions.Cell
 }
 
-// get returns the cached JSON of the publication stamped tp, or renders
-// and caches it.
-func (c *pubCache) get(tp int64, render func() []byte) []byte {
+func renderedOf(b []byte, p *subscriptions.Publication) rendered {
+	return rendered{b: b, tmax: p.Tmax, uid: p.Uid, desc: p.Desc, cell: subscriptions.Cell{NS: p.Cell.NS, ID: slices.Clone(p.Cell.ID)}}
+}
+
+// of reports whether r is p's rendering.
+func (r *rendered) of(p *subscriptions.Publication) bool {
+	return r.tmax == p.Tmax && r.uid == p.Uid && r.desc == p.Desc && r.cell.NS == p.Cell.NS && slices.Equal(r.cell.ID, p.Cell.ID)
+}
+
+func newPubCache(maxN, maxBytes int) *pubCache {
+	return &pubCache{m: make(map[int64]rendered), maxN: maxN, maxBytes: maxBytes}
+}
+
+// get returns the cached rendering of p, or renders and caches it.
+func (c *pubCache) get(p *subscriptions.Publication, render func() []byte) []byte {
+	tp := p.Tp
 	c.mu.Lock()
-	b, ok := c.m[tp]
+	e, ok := c.m[tp]
 	c.mu.Unlock()
 	if ok {
-		return b
+		if e.of(p) {
+			return e.b
+		}
+		return render() // another shard's publication of the same stamp
 	}
-	b = render()
+	b := render()
 	if len(b) > c.maxBytes/4 {
 		return b // one huge body must not empty the cache
 	}
 	c.mu.Lock()
 	if _, ok := c.m[tp]; !ok {
-		c.m[tp] = b
+		c.m[tp] = renderedOf(b, p)
 		c.order = append(c.order, tp)
 		c.bytes += len(b)
 		for len(c.m) > c.maxN || c.bytes > c.maxBytes {
 			old := c.order[c.head]
 			c.head++
-			c.bytes -= len(c.m[old])
+			c.bytes -= len(c.m[old].b)
 			delete(c.m, old)
 		}
 		if c.head > len(c.order)/2 { // reclaim the evicted prefix
