@@ -56,6 +56,7 @@ type holder struct {
 	routes map[string]*route // by sid
 	byID   map[uint64]*route // the same routes, by id
 	owner  map[string]string // shard -> node, as the lease loop last read
+	note   delivery.Notification // filled for each notification passed on
 }
 
 func newHolder(n *Node) *holder {
@@ -187,8 +188,8 @@ func (h *holder) notify(w *notification) {
 	if r == nil || r.state != live || w.Seq <= r.last {
 		return
 	}
-	n := &delivery.Notification{Sid: r.sid, Uid: r.uid, Seq: w.Seq, Prev: r.last, Pub: &w.Pub, Body: w.Body, Replayed: w.Replayed}
-	if r.sink.Notify(n) {
+	h.note = delivery.Notification{Sid: r.sid, Uid: r.uid, Seq: w.Seq, Prev: r.last, Pub: w.Pub, Body: w.Body, Replayed: w.Replayed}
+	if r.sink.Notify(&h.note) {
 		r.last = w.Seq
 	} else {
 		r.state = lagging

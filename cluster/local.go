@@ -88,7 +88,7 @@ func (b *localBox) push(it localItem) {
 }
 
 func (b *localBox) notify(route uint64, n *delivery.Notification) {
-	b.push(localItem{note: &notification{Route: route, Seq: n.Seq, Replayed: n.Replayed, Pub: *n.Pub, Body: n.Body}})
+	b.push(localItem{note: &notification{Route: route, Seq: n.Seq, Replayed: n.Replayed, Pub: n.Pub, Body: n.Body}})
 }
 
 func (b *localBox) ended(l *lostRoute) { b.push(localItem{ended: l}) }

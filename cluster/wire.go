@@ -83,7 +83,7 @@ type notification struct {
 	Route    uint64
 	Seq      int64
 	Replayed bool
-	Pub      subscriptions.Publication
+	Pub      *subscriptions.Publication // shared by the batch's notifications of it
 	Body     []byte
 }
 
@@ -114,9 +114,13 @@ func encodeNote(b []byte, route uint64, n *delivery.Notification, pub uint64) []
 var errShort = errors.New("cluster: damaged notification batch")
 
 // decodeNotes reads an outbox's batch, calling note for each
-// notification and ended for each ended route, in order.
+// notification and ended for each ended route, in order. note's argument
+// is decodeNotes's again once note returns.
 func decodeNotes(b []byte, note func(*notification), ended func(*lostRoute)) error {
-	var pubs []*notification // the publications, by index, with their renderings
+	var (
+		pubs []notification // the publications, by index, with their renderings
+		nt   notification
+	)
 	w := wireReader{b: b}
 	for len(w.b) > 0 {
 		switch kind := w.byte(); kind {
@@ -129,7 +133,7 @@ func decodeNotes(b []byte, note func(*notification), ended func(*lostRoute)) err
 			if err != nil {
 				return fmt.Errorf("cluster: notification batch: %w", err)
 			}
-			pubs = append(pubs, &notification{Pub: p, Body: body})
+			pubs = append(pubs, notification{Pub: &p, Body: body})
 		case batchNote:
 			route, seq := w.uvarint(), w.varint()
 			replayed := w.byte() == 1
@@ -137,7 +141,8 @@ func decodeNotes(b []byte, note func(*notification), ended func(*lostRoute)) err
 			if w.bad || i >= uint64(len(pubs)) {
 				return errShort
 			}
-			note(&notification{Route: route, Seq: seq, Replayed: replayed, Pub: pubs[i].Pub, Body: pubs[i].Body})
+			nt = notification{Route: route, Seq: seq, Replayed: replayed, Pub: pubs[i].Pub, Body: pubs[i].Body}
+			note(&nt)
 		case batchEnded:
 			j := w.bytes()
 			if w.bad {

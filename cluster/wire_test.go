@@ -19,10 +19,10 @@ func TestBatchRoundTrip(t *testing.T) {
 	b.note(7, &delivery.Notification{Sid: "y-1", Uid: "cy", Seq: 5, Pub: q, Body: []byte(`{"pid":"q"}`)})
 	b.ended(&lostRoute{Sid: "z-2", Why: delivery.EndWindow, Last: 9, Node: "n1"})
 	b.note(9, &delivery.Notification{Sid: "z-1", Uid: "di", Seq: 6, Prev: 5, Pub: p, Body: []byte(`{"pid":"p"}`)})
-	var got []*notification
+	var got []notification
 	var ends []*lostRoute
 	var order []string
-	err := decodeNotes(b.buf, func(n *notification) { got = append(got, n); order = append(order, strconv.FormatUint(n.Route, 10)) },
+	err := decodeNotes(b.buf, func(n *notification) { got = append(got, *n); order = append(order, strconv.FormatUint(n.Route, 10)) },
 		func(l *lostRoute) { ends = append(ends, l); order = append(order, "end "+l.Sid) })
 	if err != nil {
 		t.Fatal(err)
