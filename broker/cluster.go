@@ -33,6 +33,9 @@ type ClusterConfig struct {
 	Name   string // the NATS cluster's name; default "cellcast"
 	// ShardDepth splits the geo cells into 4^ShardDepth shards; default 2.
 	ShardDepth int
+	// TopicShardDepth is how many components of a topic path place it in
+	// a topic shard (cluster.Shards); default 1, by top-level topic.
+	TopicShardDepth int
 	// Replicas of each shard's log; default 3, the size of the smallest
 	// cluster that survives the loss of a node.
 	Replicas int
@@ -98,7 +101,7 @@ func (b *Broker) startNode(tree *dewey.QuadTree) (*cluster.Node, *gateway.Locato
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := cluster.Config{ID: cc.Node, NC: b.nc, Dir: b.cfg.DataDir, Shards: cluster.Shards{Depth: depth}, Replicas: cc.Replicas,
+	cfg := cluster.Config{ID: cc.Node, NC: b.nc, Dir: b.cfg.DataDir, Shards: cluster.Shards{Depth: depth, TopicDepth: cc.TopicShardDepth}, Replicas: cc.Replicas,
 		LeaseTTL: cc.LeaseTTL, LSM: &lsm.Options{BlockCacheSize: b.cfg.CacheBytes / 16, FS: b.cfg.FS},
 		MaxBacklog: b.cfg.MaxBacklog, MaxBacklogBytes: b.cfg.MaxBacklogBytes, Log: b.log}
 	cfg.Store.Limits = b.cfg.Limits
@@ -125,6 +128,9 @@ func (b *Broker) startNode(tree *dewey.QuadTree) (*cluster.Node, *gateway.Locato
 		acancel()
 		if err == nil {
 			return n, loc, nil
+		}
+		if errors.Is(err, cluster.ErrLayout) {
+			return nil, nil, err
 		}
 		if ctx.Err() != nil {
 			return nil, nil, fmt.Errorf("joining the cluster (does JetStream run on a majority of the NATS servers?): %w", err)

@@ -24,7 +24,7 @@ import (
 // startCluster starts n brokers, each embedding a NATS server clustered
 // with the others with JetStream, and returns them once every shard is
 // served.
-func startCluster(t *testing.T, n int) []*Broker {
+func startCluster(t *testing.T, n int, opts ...func(*ClusterConfig)) []*Broker {
 	t.Helper()
 	var ports []string
 	for range n {
@@ -45,6 +45,9 @@ func startCluster(t *testing.T, n int) []*Broker {
 			cfg := Config{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0",
 				Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 				Cluster: ClusterConfig{Node: fmt.Sprintf("n%d", i), Listen: ports[i], Routes: ports, Replicas: n}}
+			for _, o := range opts {
+				o(&cfg.Cluster)
+			}
 			brokers[i], errs[i] = Start(cfg)
 		}()
 	}
@@ -309,11 +312,21 @@ func TestPingAnswersOnlyBrokers(t *testing.T) {
 // topic's subscriber, and both nodes' publications on the new topic reach
 // its subscriber), and each notification names its topic, which the
 // rendering node may first have learnt from the registry.
+// TestClusterTopics subscribes and publishes by topic across three
+// nodes, with topics placed by their top-level topic and by their first
+// two levels (then "sports" and "news" live apart from their subtopics).
 func TestClusterTopics(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-node cluster")
 	}
-	brokers := startCluster(t, 3)
+	for _, depth := range []int{1, 2} {
+		t.Run(fmt.Sprintf("topic depth %d", depth), func(t *testing.T) {
+			testClusterTopics(t, startCluster(t, 3, func(c *ClusterConfig) { c.TopicShardDepth = depth }))
+		})
+	}
+}
+
+func testClusterTopics(t *testing.T, brokers []*Broker) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dial := func(i int) *cc.Client {

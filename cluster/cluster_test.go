@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -347,4 +348,12 @@ func TestClusterMatchesLikeOneNode(t *testing.T) {
 	}
 	waitOwned(t, nodes[:2], Shards{Depth: 2}.All())
 	check("after a node stopped", resumed)
+
+	// A node that would split shards unlike the cluster is refused.
+	for _, m := range []Shards{{Depth: 3}, {Depth: 2, TopicDepth: 2}} {
+		_, err := Start(ctx, Config{ID: "n9", NC: nodes[0].nc, Dir: t.TempDir(), Shards: m, Replicas: 3, Log: quiet})
+		if !errors.Is(err, ErrLayout) {
+			t.Fatalf("a node of layout %s joined a cluster of %s: %v", m, Shards{Depth: 2}, err)
+		}
+	}
 }

@@ -53,9 +53,9 @@ type holder struct {
 
 	mu     sync.Mutex
 	calls  map[string]*call
-	routes map[string]*route // by sid
-	byID   map[uint64]*route // the same routes, by id
-	owner  map[string]string // shard -> node, as the lease loop last read
+	routes map[string]*route     // by sid
+	byID   map[uint64]*route     // the same routes, by id
+	owner  map[string]string     // shard -> node, as the lease loop last read
 	note   delivery.Notification // filled for each notification passed on
 }
 

@@ -122,6 +122,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		Description: "Cellcast: which node owns each shard", Replicas: cfg.Replicas, Storage: jetstream.FileStorage}); err != nil {
 		return nil, fmt.Errorf("cluster: lease bucket: %w", err)
 	}
+	if err := n.checkLayout(ctx); err != nil {
+		return nil, err
+	}
 	n.h = newHolder(n)
 	if n.inbox, err = cfg.NC.Subscribe(nodeSubject+cfg.ID+".>", n.h.receive); err != nil {
 		return nil, err
@@ -145,6 +148,31 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	go n.run()
 	return n, nil
+}
+
+// ErrLayout is returned by Start when the node would split the Dewey
+// space into shards unlike the cluster it joins: a pair would then meet
+// in no shard, and matching would silently break.
+var ErrLayout = errors.New("cluster: shard layout differs from the cluster's")
+
+// layoutKey, in the lease bucket, holds the cluster's shard layout: the
+// first node to start writes it, and every later one must agree.
+const layoutKey = "layout"
+
+func (n *Node) checkLayout(ctx context.Context) error {
+	want := n.cfg.Shards.String()
+	_, err := n.leases.Create(ctx, layoutKey, []byte(want))
+	if err == nil || !errors.Is(err, jetstream.ErrKeyExists) {
+		return err
+	}
+	e, err := n.leases.Get(ctx, layoutKey)
+	if err != nil {
+		return fmt.Errorf("cluster: reading the shard layout: %w", err)
+	}
+	if got := string(e.Value()); got != want {
+		return fmt.Errorf("%w: this node has %s, the cluster %s (--shard-depth and --topic-shard-depth must be the same on every node)", ErrLayout, want, got)
+	}
+	return nil
 }
 
 type seenRev struct {

@@ -2,15 +2,21 @@ package cluster
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/seed84792017/cellcast/dewey"
 	"github.com/seed84792017/cellcast/subscriptions"
 )
 
-// TopicShards is how many shards the topic namespace is split into, by
-// the first component of a topic's id (its top-level topic): every
-// topic's ancestors and descendants share that component, so a topic
-// publication and the subscriptions it can match always share a shard.
+// TopicShards is how many shards the topic namespace is split into. A
+// topic at or below the topic depth lives in the shard its first
+// TopicDepth components hash to; one above it (a shallow topic) in the
+// shard its own components hash to, as the first shard "under" it. At
+// topic depth 1 a topic publication therefore goes to one shard, the one
+// of its top-level topic. Deeper, a busy top-level topic spreads over the
+// shards by its subtopics, and a publication to a shallow topic goes to
+// every topic shard (its descendants may live in any).
 const TopicShards = 4
 
 // Shards splits the geo Dewey space into the subtrees at Depth: shard
@@ -30,8 +36,16 @@ const TopicShards = 4
 // shard's stamp order, so sequence numbers and resume mean what they mean
 // on one node.
 type Shards struct {
-	Depth int // 1–4; 4^Depth geo shards
+	Depth      int // 1–4; 4^Depth geo shards
+	TopicDepth int // 1–4 (0 means 1): how many components of a topic place it
 }
+
+// String names the layout; every node of a cluster must use the same.
+func (m Shards) String() string {
+	return fmt.Sprintf("geo depth %d, topic depth %d, %d topic shards", m.Depth, m.topicDepth(), TopicShards)
+}
+
+func (m Shards) topicDepth() int { return max(m.TopicDepth, 1) }
 
 // All lists every shard, geo shards in order and then the topic shards.
 func (m Shards) All() []string {
@@ -57,19 +71,48 @@ func (m Shards) All() []string {
 // IsTopic reports whether a shard holds topics.
 func IsTopic(shard string) bool { return strings.HasPrefix(shard, "t") }
 
-// topicHome is the shard of topic cell c: its top-level topic's.
-func topicHome(c subscriptions.Cell) string {
-	first := uint32(0)
-	if len(c.ID) > 0 {
-		first = c.ID[0]
+// topicShard is the shard of the topic path id: its components folded
+// together (at topic depth 1, its top-level topic's number).
+func topicShard(id dewey.ID) string {
+	var h uint64
+	for _, x := range id {
+		h = h*31 + uint64(x)
 	}
-	return fmt.Sprintf("t%d", first%TopicShards+1)
+	return fmt.Sprintf("t%d", h%TopicShards+1)
 }
 
-// Validate checks the depth.
+// topicHome is the shard a subscription to topic cell c lives in.
+func (m Shards) topicHome(c subscriptions.Cell) string {
+	return topicShard(c.ID[:min(len(c.ID), m.topicDepth())])
+}
+
+// topicTargets are the shards a publication to topic cell c is stored in.
+func (m Shards) topicTargets(c subscriptions.Cell) []string {
+	out := []string{m.topicHome(c)}
+	add := func(s string) {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	if len(c.ID) < m.topicDepth() { // a shallow topic: descendants anywhere
+		for k := range TopicShards {
+			add(fmt.Sprintf("t%d", k+1))
+		}
+		return out
+	}
+	for k := 1; k < m.topicDepth(); k++ { // subscriptions to shallow ancestors
+		add(topicShard(c.ID[:k]))
+	}
+	return out
+}
+
+// Validate checks the depths.
 func (m Shards) Validate() error {
 	if m.Depth < 1 || m.Depth > 4 {
 		return fmt.Errorf("cluster: shard depth %d: use 1 to 4 (4 to 256 geo shards)", m.Depth)
+	}
+	if m.TopicDepth < 0 || m.TopicDepth > 4 {
+		return fmt.Errorf("cluster: topic shard depth %d: use 1 to 4", m.TopicDepth)
 	}
 	return nil
 }
@@ -86,7 +129,7 @@ func digits(c subscriptions.Cell, n int) string {
 // Home is the shard a subscription at c lives in.
 func (m Shards) Home(c subscriptions.Cell) string {
 	if c.NS != subscriptions.NSCell {
-		return topicHome(c)
+		return m.topicHome(c)
 	}
 	d := digits(c, m.Depth)
 	return "g" + d + strings.Repeat("1", m.Depth-len(d))
@@ -96,7 +139,7 @@ func (m Shards) Home(c subscriptions.Cell) string {
 // (its answer is the one the publisher gets), then the others.
 func (m Shards) Targets(c subscriptions.Cell) []string {
 	if c.NS != subscriptions.NSCell {
-		return []string{topicHome(c)}
+		return m.topicTargets(c)
 	}
 	home := m.Home(c)
 	out := []string{home}

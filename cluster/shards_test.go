@@ -63,3 +63,49 @@ func TestEveryOverlappingPairMeetsInOneShard(t *testing.T) {
 		}
 	}
 }
+
+// TestTopicPairsMeetInOneShard: at every topic depth, a topic publication
+// is stored in the home of every subscription it can match, and a topic
+// shallower than the depth reaches every topic shard.
+func TestTopicPairsMeetInOneShard(t *testing.T) {
+	r := rand.New(rand.NewSource(8))
+	topic := func() subscriptions.Cell {
+		id := dewey.ID{}
+		for range 1 + r.Intn(5) {
+			id = append(id, uint32(1+r.Intn(3))) // few names: paths overlap often
+		}
+		return subscriptions.Cell{NS: subscriptions.NSTopic, ID: id}
+	}
+	for td := 1; td <= 4; td++ {
+		m := Shards{Depth: 2, TopicDepth: td}
+		all := m.All()
+		spread := map[string]bool{}
+		for range 20000 {
+			p, s := topic(), topic()
+			targets := m.Targets(p)
+			if targets[0] != m.Home(p) || len(slices.Compact(slices.Sorted(slices.Values(targets)))) != len(targets) {
+				t.Fatalf("topic depth %d: targets of %v: %v (home %s)", td, p.ID, targets, m.Home(p))
+			}
+			for _, x := range targets {
+				if !IsTopic(x) || !slices.Contains(all, x) {
+					t.Fatalf("topic depth %d: %v targets shard %s", td, p.ID, x)
+				}
+			}
+			if len(p.ID) < td && len(targets) != TopicShards {
+				t.Fatalf("topic depth %d: shallow topic %v reaches %v only", td, p.ID, targets)
+			}
+			if overlaps(p, s) && !slices.Contains(targets, m.Home(s)) {
+				t.Fatalf("topic depth %d: publication %v misses subscription %v: home %s, targets %v", td, p.ID, s.ID, m.Home(s), targets)
+			}
+			if len(s.ID) >= td && s.ID[0] == 1 {
+				spread[m.Home(s)] = true
+			}
+		}
+		if td > 1 && len(spread) < 2 {
+			t.Fatalf("topic depth %d: the subtopics of one top-level topic all live in %v", td, spread)
+		}
+	}
+	if err := (Shards{Depth: 2, TopicDepth: 5}).Validate(); err == nil {
+		t.Fatal("topic depth 5 accepted")
+	}
+}

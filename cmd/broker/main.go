@@ -103,6 +103,7 @@ func run(args []string) int {
 	routes := fs.String("cluster-routes", "", "comma-separated host:port cluster addresses of the other nodes' embedded NATS servers")
 	fs.StringVar(&c.Cluster.Name, "cluster-name", "cellcast", "name of the NATS cluster; the same on every node")
 	fs.IntVar(&c.Cluster.ShardDepth, "shard-depth", 2, "quad tree depth of the shards: 4^depth geo shards (1-4); the same on every node")
+	fs.IntVar(&c.Cluster.TopicShardDepth, "topic-shard-depth", 1, "how many levels of a topic path place it in one of the 4 topic shards: 1 keeps a top-level topic in one shard, deeper spreads it by subtopic (1-4); the same on every node")
 	fs.IntVar(&c.Cluster.Replicas, "replicas", 3, "replicas of each shard's JetStream log (1, 3 or 5; at most the number of NATS servers)")
 	fs.DurationVar(&c.Cluster.LeaseTTL, "lease-ttl", 2*time.Second, "how long after a node stops its shards move to the others")
 	memLimitMiB := fs.Int64("memory-limit-mib", 448, "soft limit of the Go runtime's memory (debug.SetMemoryLimit): near it the garbage collector runs more often rather than let the heap double; 0 for none; GOMEMLIMIT in the environment overrides it")
@@ -137,8 +138,8 @@ func run(args []string) int {
 			c.Cluster.Routes = append(c.Cluster.Routes, r)
 		}
 	}
-	if c.Cluster.Node != "" && (c.Cluster.ShardDepth < 1 || c.Cluster.ShardDepth > 4 || c.Cluster.Replicas < 1 || c.Cluster.LeaseTTL < 500*time.Millisecond) {
-		fmt.Fprintln(os.Stderr, "broker: --shard-depth 1 to 4, --replicas at least 1, --lease-ttl at least 500ms")
+	if c.Cluster.Node != "" && (c.Cluster.ShardDepth < 1 || c.Cluster.ShardDepth > 4 || c.Cluster.TopicShardDepth < 1 || c.Cluster.TopicShardDepth > 4 || c.Cluster.Replicas < 1 || c.Cluster.LeaseTTL < 500*time.Millisecond) {
+		fmt.Fprintln(os.Stderr, "broker: --shard-depth and --topic-shard-depth 1 to 4, --replicas at least 1, --lease-ttl at least 500ms")
 		return 2
 	}
 	c.CacheBytes = int64(*cacheMiB) << 20
