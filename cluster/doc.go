@@ -33,6 +33,12 @@
 // subscription at the shard's next owner when the shard moves, and at
 // the same owner when its subscriber fell behind.
 //
+// Requests, replies and notification batches between nodes are binary
+// (requestcodec.go, replycodec.go, wire.go), with records in the store's
+// encoding; a batch names each notification's route by the number its
+// holder gave it. The first node records the shard layout in the lease
+// bucket, and a node of another layout is refused (ErrLayout).
+//
 // A node's traffic with itself (a request for a shard it owns, what its
 // owners send its holder) skips NATS but keeps the same order (local.go).
 //
