@@ -162,8 +162,11 @@ const layoutKey = "layout"
 func (n *Node) checkLayout(ctx context.Context) error {
 	want := n.cfg.Shards.String()
 	_, err := n.leases.Create(ctx, layoutKey, []byte(want))
-	if err == nil || !errors.Is(err, jetstream.ErrKeyExists) {
-		return err
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, jetstream.ErrKeyExists) {
+		return fmt.Errorf("cluster: recording the shard layout: %w", err)
 	}
 	e, err := n.leases.Get(ctx, layoutKey)
 	if err != nil {
