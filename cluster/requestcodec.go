@@ -18,8 +18,8 @@ import (
 // the request as one node's would, and answers a bad one bad_request.
 //
 //	request := requestFormat flags op holder sid after owner route skip [sub] [pub] [query]
-//	sub     := uid cell cells past future selfjoin keyword attrs
-//	pub     := uid cell cells expires desc attrs selfjoin [lat lng radius]
+//	sub     := uid cell cells past future keyword attrs   (self-join: a flag)
+//	pub     := uid cell cells expires desc attrs [lat lng radius]
 //	query   := attr [eq] [from] [to] k
 //	cell    := ns uvarint(len) uvarint(component)...
 //	cells   := uvarint(0 for nil, else count+1) cell...
