@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/seed84792017/cellcast/dewey"
@@ -122,8 +124,8 @@ func appendAttrs(b []byte, m map[string]string) []byte {
 		return append(b, 0)
 	}
 	b = binary.AppendUvarint(b, uint64(len(m))+1)
-	for k, v := range m {
-		b = appendBytes(appendBytes(b, []byte(k)), []byte(v))
+	for _, k := range slices.Sorted(maps.Keys(m)) { // one encoding per request
+		b = appendBytes(appendBytes(b, []byte(k)), []byte(m[k]))
 	}
 	return b
 }
