@@ -39,13 +39,18 @@ const (
 // errBadReply is matched by every error decodeReply returns.
 var errBadReply = errors.New("cluster: malformed reply")
 
-func encodeReply(r *reply) []byte {
-	var flags byte
-	set := func(bit byte, on bool) {
-		if on {
-			flags |= bit
-		}
+// flagSet gathers a message's flags.
+type flagSet byte
+
+func (f *flagSet) set(bit byte, on bool) {
+	if on {
+		*f |= flagSet(bit)
 	}
+}
+
+func encodeReply(r *reply) []byte {
+	var flags flagSet
+	set := flags.set
 	set(hasErr, r.Err != nil)
 	set(hasSubR, r.SubR != nil)
 	set(hasPubR, r.PubR != nil)
@@ -53,7 +58,7 @@ func encodeReply(r *reply) []byte {
 	set(subStored, r.SubR != nil && r.SubR.Stored)
 	set(pubStored, r.PubR != nil && r.PubR.Stored)
 	set(moreFollow, r.More)
-	b := []byte{replyFormat, flags}
+	b := []byte{replyFormat, byte(flags)}
 	if e := r.Err; e != nil {
 		b = appendBytes(b, []byte(e.Kind))
 		b = appendBytes(b, []byte(e.Msg))
@@ -214,17 +219,28 @@ func (w *wireReader) bytes() []byte {
 
 func (w *wireReader) str() string { return string(w.bytes()) }
 
+// list reads the length of a list (0 for nil, else its length + 1):
+// ok is false for nil, and for a length longer than what is left, since
+// each element takes a byte at least.
+func (w *wireReader) list() (n int, ok bool) {
+	v := w.uvarint()
+	if v == 0 || w.bad {
+		return 0, false
+	}
+	if v-1 > uint64(len(w.b)) {
+		w.bad, w.b = true, nil
+		return 0, false
+	}
+	return int(v - 1), true
+}
+
 // pubs reads a list of publications unless an earlier step failed.
 func (w *wireReader) pubs(err error) ([]subscriptions.Publication, error) {
-	n := w.uvarint()
-	if err != nil || w.bad || n == 0 {
+	n, ok := w.list()
+	if err != nil || !ok {
 		return nil, err
 	}
-	if n-1 > uint64(len(w.b)) { // each record takes a byte at least
-		w.bad, w.b = true, nil
-		return nil, nil
-	}
-	pubs := make([]subscriptions.Publication, n-1)
+	pubs := make([]subscriptions.Publication, n)
 	for i := range pubs {
 		if pubs[i], err = listdb.DecodePublication(w.bytes()); err != nil {
 			return nil, err

@@ -43,12 +43,8 @@ const (
 var errBadRequestWire = errors.New("cluster: malformed request")
 
 func encodeRequest(r *request) []byte {
-	var flags byte
-	set := func(bit byte, on bool) {
-		if on {
-			flags |= bit
-		}
-	}
+	var flags flagSet
+	set := flags.set
 	set(hasSub, r.Sub != nil)
 	set(hasPub, r.Pub != nil)
 	set(hasQuery, r.Query != nil)
@@ -59,7 +55,7 @@ func encodeRequest(r *request) []byte {
 		set(hasFrom, q.From != nil)
 		set(hasTo, q.To != nil)
 	}
-	b := []byte{requestFormat, flags}
+	b := []byte{requestFormat, byte(flags)}
 	for _, s := range []string{r.Op, r.Holder, r.Sid} {
 		b = appendBytes(b, []byte(s))
 	}
@@ -199,15 +195,11 @@ func (w *wireReader) cell() subscriptions.Cell {
 }
 
 func (w *wireReader) cells() []subscriptions.Cell {
-	n := w.uvarint()
-	if n == 0 || w.bad {
+	n, ok := w.list()
+	if !ok {
 		return nil
 	}
-	if n-1 > uint64(len(w.b)) { // each takes two bytes at least
-		w.bad, w.b = true, nil
-		return nil
-	}
-	cells := make([]subscriptions.Cell, n-1)
+	cells := make([]subscriptions.Cell, n)
 	for i := range cells {
 		cells[i] = w.cell()
 	}
@@ -215,16 +207,12 @@ func (w *wireReader) cells() []subscriptions.Cell {
 }
 
 func (w *wireReader) attrs() map[string]string {
-	n := w.uvarint()
-	if n == 0 || w.bad {
+	n, ok := w.list()
+	if !ok {
 		return nil
 	}
-	if n-1 > uint64(len(w.b)) { // each takes two bytes at least
-		w.bad, w.b = true, nil
-		return nil
-	}
-	m := make(map[string]string, n-1)
-	for range n - 1 {
+	m := make(map[string]string, n)
+	for range n {
 		k := w.str()
 		m[k] = w.str()
 	}
