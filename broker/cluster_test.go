@@ -62,18 +62,35 @@ func startCluster(t *testing.T, n int, opts ...func(*ClusterConfig)) []*Broker {
 			}
 		})
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	// Settled: every shard served, evenly, by the same nodes for a second.
+	// Right after every shard has an owner the nodes may still hand some
+	// on, and an operation meeting a handover can wait out a stream's
+	// election on a loaded machine.
+	all := len(cluster.Shards{Depth: 2}.All())
+	deadline := time.Now().Add(60 * time.Second)
+	var last string
+	since := time.Now()
 	for {
-		owned := 0
+		var owned []int
+		var view []string
 		for _, b := range brokers {
-			owned += len(b.node.Owned())
+			o := slices.Sorted(slices.Values(b.node.Owned()))
+			owned = append(owned, len(o))
+			view = append(view, strings.Join(o, ","))
 		}
-		all := len(cluster.Shards{Depth: 2}.All())
-		if owned == all {
+		now := strings.Join(view, " ")
+		if now != last {
+			last, since = now, time.Now()
+		}
+		total := 0
+		for _, k := range owned {
+			total += k
+		}
+		if total == all && slices.Max(owned)-slices.Min(owned) <= 1 && time.Since(since) >= time.Second {
 			return brokers
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d shards served", owned, all)
+			t.Fatalf("shards not settled: %v of %d owned", owned, all)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
