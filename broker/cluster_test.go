@@ -377,11 +377,16 @@ func testClusterTopics(t *testing.T, brokers []*Broker) {
 	// A topic nobody has used yet, created through two nodes at once.
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
+	acked := make([]string, 2) // for the failure's message
 	for i, c := range []*cc.Client{c0, c2} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = c.Publish(ctx, cc.PublishRequest{Location: cc.Topic("news/local"), Expires: time.Minute, Desc: fmt.Sprintf("news %d", i)})
+			var res *cc.Published
+			res, errs[i] = c.Publish(ctx, cc.PublishRequest{Location: cc.Topic("news/local"), Expires: time.Minute, Desc: fmt.Sprintf("news %d", i)})
+			if res != nil {
+				acked[i] = fmt.Sprintf("%s at %s, matched %d", res.Pid, res.Cell, res.Matched)
+			}
 		}()
 	}
 	wg.Wait()
@@ -401,7 +406,11 @@ func testClusterTopics(t *testing.T, brokers []*Broker) {
 	}
 	slices.Sort(got)
 	if !slices.Equal(got, []string{"news 0", "news 1"}) {
-		t.Fatalf("past results of news: %v: the two nodes gave news/local different ids", got)
+		var owned []string
+		for _, b := range brokers {
+			owned = append(owned, strings.Join(slices.Sorted(slices.Values(b.node.Owned())), ","))
+		}
+		t.Fatalf("past results of news (%s): %v; the publications: %v; owned: %v", news.Sid, got, acked, owned)
 	}
 	want := map[*cc.Subscription][]string{sports: {"goal sports/soccer", "ace sports/tennis"}, soccer: {"goal sports/soccer"}}
 	for s, w := range want {
