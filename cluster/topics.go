@@ -76,14 +76,31 @@ func (s kvTopics) SaveTopic(path string, id dewey.ID) error {
 	if !errors.Is(err, jetstream.ErrKeyExists) {
 		return err
 	}
-	have, ok, err := s.LookupTopic(id)
-	switch {
-	case err != nil:
-		return err
-	case !ok || have != path:
-		return dewey.ErrTopicTaken
+	return existing(ctx, path, func() (string, bool, error) { return s.LookupTopic(id) })
+}
+
+// existing decides a create refused because the key exists: fine if it
+// holds path, ErrTopicTaken if another. The stream's leader refuses a
+// second create while the first is still being replicated, before
+// either can read it, so "not found" is looked at again until ctx ends:
+// taking it for "taken" would give two nodes two ids for one topic.
+func existing(ctx context.Context, path string, lookup func() (string, bool, error)) error {
+	for {
+		have, ok, err := lookup()
+		switch {
+		case err != nil:
+			return err
+		case ok && have != path:
+			return dewey.ErrTopicTaken
+		case ok:
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: topic registry: %q exists but cannot be read: %w", path, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
-	return nil
 }
 
 // LookupTopic reads id's path. A direct get, which any replica serves, is

@@ -81,3 +81,32 @@ func TestTopicRegistry(t *testing.T) {
 		t.Fatalf("a second registry knows %d topics, want 2 (sports and sports/soccer)", again.Len())
 	}
 }
+
+// TestExistingKeyNotYetReadable: a create refused because another node's
+// create of the key is still in flight is not taken for a different
+// path; it waits until the key can be read.
+func TestExistingKeyNotYetReadable(t *testing.T) {
+	lookups := 0
+	lookup := func(value string, after int) func() (string, bool, error) {
+		lookups = 0
+		return func() (string, bool, error) {
+			if lookups++; lookups <= after {
+				return "", false, nil
+			}
+			return value, true, nil
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := existing(ctx, "news", lookup("news", 3)); err != nil || lookups != 4 {
+		t.Fatalf("the same path, readable at the fourth look: %v after %d looks", err, lookups)
+	}
+	if err := existing(ctx, "news", lookup("sports", 2)); !errors.Is(err, dewey.ErrTopicTaken) {
+		t.Fatalf("another path: %v", err)
+	}
+	short, cancel2 := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel2()
+	if err := existing(short, "news", lookup("news", 1<<30)); err == nil || errors.Is(err, dewey.ErrTopicTaken) {
+		t.Fatalf("never readable: %v, want an error that is not ErrTopicTaken", err)
+	}
+}
