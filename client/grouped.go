@@ -41,6 +41,18 @@ func groupedURL(raw string) (string, error) {
 	return u.String(), nil
 }
 
+// plain reports whether a JSON string's bytes are its value: printable
+// ASCII without escapes, as the broker's sids are. Anything else goes to
+// encoding/json, which unescapes and replaces invalid UTF-8.
+func plain(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c > 0x7e || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
 // isGroup reports whether a text frame is a grouped notification.
 func isGroup(b []byte) bool { return hasOp(b, groupPrefix, "notifications") }
 
@@ -54,7 +66,7 @@ func splitGroup(b []byte, to []recipient) ([]recipient, []byte, error) {
 				break
 			}
 			i := bytes.IndexByte(rest, '"')
-			if i <= 0 || !bytes.HasPrefix(rest[i:], noteSeq) {
+			if i <= 0 || !bytes.HasPrefix(rest[i:], noteSeq) || !plain(rest[:i]) {
 				break
 			}
 			r := recipient{sid: rest[:i]}
