@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/seed84792017/cellcast/delivery"
+	"github.com/seed84792017/cellcast/listdb"
 	"github.com/seed84792017/cellcast/subscriptions"
 )
 
@@ -49,7 +50,7 @@ func (b *batch) note(route uint64, n *delivery.Notification) {
 		b.npub++
 		b.pubs[n.Pub] = i
 		b.buf = append(b.buf, batchPub)
-		b.buf = appendBytes(b.buf, encodePublication(n.Pub))
+		b.buf = listdb.AppendSizedPublication(b.buf, n.Pub)
 		b.buf = appendBytes(b.buf, n.Body)
 	}
 	b.buf = append(b.buf, batchNote)

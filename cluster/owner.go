@@ -305,7 +305,7 @@ func (o *owner) exec(p *op, log *[]byte) func(error) {
 			return fail(err)
 		}
 		if res.Stored {
-			*log = appendEntry(*log, entryPub, listdb.EncodePublication(&res.Pub))
+			*log = listdb.AppendSizedPublication(append(*log, entryPub), &res.Pub)
 		}
 		out := &reply{PubR: &subscriptions.PublishResult{Pub: res.Pub, Stored: res.Stored, Recent: res.Recent}, Match: len(res.Matches)}
 		return func(err error) {

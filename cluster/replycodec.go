@@ -63,7 +63,7 @@ func encodeReply(r *reply) []byte {
 		b = appendPubs(b, s.Past)
 	}
 	if p := r.PubR; p != nil {
-		b = appendBytes(b, listdb.EncodePublication(&p.Pub))
+		b = listdb.AppendSizedPublication(b, &p.Pub)
 		b = appendPubs(b, p.Recent)
 	}
 	if rp := r.Rep; rp != nil {
@@ -80,7 +80,7 @@ func appendPubs(b []byte, pubs []subscriptions.Publication) []byte {
 	}
 	b = binary.AppendUvarint(b, uint64(len(pubs))+1)
 	for i := range pubs {
-		b = appendBytes(b, listdb.EncodePublication(&pubs[i]))
+		b = listdb.AppendSizedPublication(b, &pubs[i])
 	}
 	return b
 }

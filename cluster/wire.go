@@ -96,8 +96,6 @@ type lostRoute struct {
 	Node string             `json:"node"` // the owner that sent it
 }
 
-func encodePublication(p *subscriptions.Publication) []byte { return listdb.EncodePublication(p) }
-
 // encodeNote writes a notification on route of the batch's publication
 // pub.
 func encodeNote(b []byte, route uint64, n *delivery.Notification, pub uint64) []byte {

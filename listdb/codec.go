@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 
 	"github.com/seed84792017/cellcast/dewey"
 	"github.com/seed84792017/cellcast/subscriptions"
@@ -123,15 +123,34 @@ func forEachIn(f []byte, r *Rec, fn func(r *Rec) bool) error {
 
 // fragment builds a one-record fragment.
 func fragment(kind byte, t, tmax, aux int64, payload []byte) []byte {
-	body := make([]byte, 0, recFixed+len(payload))
-	body = append(body, kind)
-	body = binary.LittleEndian.AppendUint64(body, uint64(t))
-	body = binary.LittleEndian.AppendUint64(body, uint64(tmax))
-	body = binary.LittleEndian.AppendUint64(body, uint64(aux))
-	body = append(body, payload...)
-	out := appendHeader(make([]byte, 0, headerLen+binary.MaxVarintLen32+len(body)), header{count: 1, newest: t, maxTmax: tmax})
-	out = binary.AppendUvarint(out, uint64(len(body)))
-	return append(out, body...)
+	out := make([]byte, 0, headerLen+lenRoom+recFixed+len(payload))
+	out = appendHeader(out, header{count: 1, newest: t, maxTmax: tmax})
+	at := len(out)
+	out = appendFixed(append(out, make([]byte, lenRoom)...), kind, t, tmax, aux)
+	return closeRecord(append(out, payload...), at)
+}
+
+// appendFixed appends a record's fixed fields.
+func appendFixed(dst []byte, kind byte, t, tmax, aux int64) []byte {
+	dst = append(dst, kind)
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(t))
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(tmax))
+	return binary.LittleEndian.AppendUint64(dst, uint64(aux))
+}
+
+// lenRoom is the room left before a record (or, for AppendSizedPublication,
+// a fragment) for its length, known once it is written: the largest
+// uvarint.
+const lenRoom = binary.MaxVarintLen64
+
+// closeRecord writes the length of what follows dst[at:at+lenRoom] into
+// that room, as a uvarint, and closes the gap left.
+func closeRecord(dst []byte, at int) []byte {
+	var l [lenRoom]byte
+	k := binary.PutUvarint(l[:], uint64(len(dst)-at-lenRoom))
+	copy(dst[at:], l[:k])
+	copy(dst[at+k:], dst[at+lenRoom:])
+	return dst[:len(dst)-(lenRoom-k)]
 }
 
 func appendString(dst []byte, s string) []byte {
@@ -140,11 +159,12 @@ func appendString(dst []byte, s string) []byte {
 }
 
 func appendMap(dst []byte, m map[string]string) []byte {
-	keys := make([]string, 0, len(m))
+	var room [8]string // most maps are small: their keys stay off the heap
+	keys := room[:0]
 	for k := range m {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	dst = binary.AppendUvarint(dst, uint64(len(keys)))
 	for _, k := range keys {
 		dst = appendString(dst, k)
@@ -154,7 +174,8 @@ func appendMap(dst []byte, m map[string]string) []byte {
 }
 
 func appendCell(dst []byte, c subscriptions.Cell) []byte {
-	enc := c.ID.Encode()
+	var room [32]byte
+	enc := c.ID.AppendEncoded(room[:0])
 	dst = append(dst, byte(c.NS))
 	dst = binary.AppendUvarint(dst, uint64(len(enc)))
 	return append(dst, enc...)
@@ -251,19 +272,47 @@ func (r *reader) cell() subscriptions.Cell {
 
 // EncodePublication returns a one-record fragment holding p.
 func EncodePublication(p *subscriptions.Publication) []byte {
-	var pl []byte
-	pl = appendCell(pl, p.Cell)
-	pl = appendString(pl, p.Uid)
-	pl = appendString(pl, p.Desc)
-	pl = appendMap(pl, p.Attrs)
+	return AppendPublication(make([]byte, 0, publicationRoom(p)), p)
+}
+
+// AppendPublication appends the fragment EncodePublication returns to
+// dst, with no allocation when dst has room: cluster replies and batches
+// carry hundreds of records each.
+func AppendPublication(dst []byte, p *subscriptions.Publication) []byte {
+	dst = appendHeader(dst, header{count: 1, newest: p.Tp, maxTmax: p.Tmax})
+	at := len(dst)
+	dst = appendFixed(append(dst, make([]byte, lenRoom)...), KindPublication, p.Tp, p.Tmax, 0)
+	dst = appendCell(dst, p.Cell)
+	dst = appendString(dst, p.Uid)
+	dst = appendString(dst, p.Desc)
+	dst = appendMap(dst, p.Attrs)
 	if p.At != nil {
-		pl = append(pl, tagPoint)
-		for _, f := range []float64{p.At.Lat, p.At.Lng, p.At.RadiusM} {
-			pl = binary.LittleEndian.AppendUint64(pl, math.Float64bits(f))
-		}
+		dst = append(dst, tagPoint)
+		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(p.At.Lat))
+		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(p.At.Lng))
+		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(p.At.RadiusM))
 	}
-	pl = appendCover(pl, p.Cover)
-	return fragment(KindPublication, p.Tp, p.Tmax, 0, pl)
+	dst = appendCover(dst, p.Cover)
+	return closeRecord(dst, at)
+}
+
+// AppendSizedPublication appends p's fragment preceded by its length as a
+// uvarint, as a field of a message between cluster nodes.
+func AppendSizedPublication(dst []byte, p *subscriptions.Publication) []byte {
+	at := len(dst)
+	return closeRecord(AppendPublication(append(dst, make([]byte, lenRoom)...), p), at)
+}
+
+// publicationRoom is room enough for most publications' fragments.
+func publicationRoom(p *subscriptions.Publication) int {
+	n := headerLen + lenRoom + recFixed + 64 + len(p.Uid) + len(p.Desc)
+	for k, v := range p.Attrs {
+		n += len(k) + len(v) + 4
+	}
+	if p.Cover != nil {
+		n += 24 * len(p.Cover.Cells)
+	}
+	return n
 }
 
 // EncodeSubscription returns a one-record fragment holding s.
