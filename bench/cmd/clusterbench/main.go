@@ -48,6 +48,7 @@ func main() {
 	kind := flag.String("workload", "cells", "cells (subscriptions first, publications at depths 1-6) or moving (the moving-user workload, closed loop)")
 	ops := flag.Int("ops", 40000, "operations of the moving-user workload")
 	life := flag.Duration("lifetime", 0, "the moving-user workload's windows and expiry (0: the workload's 10 s windows and 20 s expiry)")
+	ahead := flag.Int("ahead", 320, "moving users: operations handed to connections and not yet answered, across all (bench/loadgen Config.Ahead; 0: unbounded)")
 	flag.Parse()
 	var measureOn func([]*procs.Node) (result, error)
 	switch *kind {
@@ -62,7 +63,7 @@ func main() {
 			os.Exit(1)
 		}
 		fmt.Printf("moving users: 10000 users, %d operations, 3 subscriptions per publication, closed loop\n", *ops)
-		measureOn = func(nodes []*procs.Node) (result, error) { return measureMoving(nodes, w, *seed) }
+		measureOn = func(nodes []*procs.Node) (result, error) { return measureMoving(nodes, w, *seed, *ahead) }
 	default:
 		fmt.Fprintf(os.Stderr, "clusterbench: -workload %q: use cells or moving\n", *kind)
 		os.Exit(2)

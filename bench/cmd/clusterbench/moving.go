@@ -27,8 +27,12 @@ func movingUsers(ops int, seed int64, life time.Duration) ([]workload.Op, error)
 // measureMoving runs ops closed loop through bench/loadgen (16 subscriber
 // and 4 publisher connections spread over the nodes, 16 in flight each)
 // and checks its oracle. A delivery is a live notification or a past
-// result: in a closed loop the split between them follows the timing.
-func measureMoving(nodes []*procs.Node, ops []workload.Op, seed int64) (result, error) {
+// result. ahead keeps the connections within that many operations of the
+// workload's order, so the split between the two follows the workload for
+// both systems; unbounded (0), it follows the timing: a system whose
+// subscribes are slower than its publishes answers more of them as
+// (cheaper) past results.
+func measureMoving(nodes []*procs.Node, ops []workload.Op, seed int64, ahead int) (result, error) {
 	var urls []string
 	for _, n := range nodes {
 		urls = append(urls, n.WS())
@@ -37,7 +41,7 @@ func measureMoving(nodes []*procs.Node, ops []workload.Op, seed int64) (result, 
 	if err != nil {
 		return result{}, err
 	}
-	rep, err := loadgen.Run(context.Background(), loadgen.Config{WSURLs: urls, Ops: ops, Closed: true, Conns: 16, PubConns: 4, Window: 16,
+	rep, err := loadgen.Run(context.Background(), loadgen.Config{WSURLs: urls, Ops: ops, Closed: true, Conns: 16, PubConns: 4, Window: 16, Ahead: ahead,
 		Seed: seed, Settle: 500 * time.Millisecond})
 	if err != nil {
 		return result{}, err
