@@ -207,23 +207,11 @@ func stopAll(nodes []*procs.Node) {
 	}
 }
 
-// cpuSeconds is the user and system time of a process so far.
-func cpuSeconds(pid int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	u, _ := strconv.ParseFloat(f[11], 64)
-	s, _ := strconv.ParseFloat(f[12], 64)
-	return (u + s) / 100, nil // USER_HZ
-}
-
 // cpuTotal is the CPU time of every node's process so far.
 func cpuTotal(nodes []*procs.Node) (float64, error) {
 	total := 0.0
 	for _, n := range nodes {
-		s, err := cpuSeconds(n.Cmd.Process.Pid)
+		s, err := procs.CPUSeconds(n.Cmd.Process.Pid)
 		if err != nil {
 			return 0, err
 		}
