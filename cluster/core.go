@@ -170,19 +170,26 @@ func (n *Node) CatchUp(ctx context.Context, sink delivery.Sink) (int, error) {
 	return len(again), nil
 }
 
-// Detach stops routing sid to sink, which is going away.
-func (n *Node) Detach(sid string, sink delivery.Sink) {
+// Detach stops routing sids to sink, which is going away: one message to
+// each shard's owner, not one per subscription (a connection closing may
+// hold thousands).
+func (n *Node) Detach(sids []string, sink delivery.Sink) {
 	h := n.h
+	byShard := map[string][]string{}
 	h.mu.Lock()
-	r := h.routes[sid]
-	if r == nil || r.sink != sink {
-		h.mu.Unlock()
-		return
+	for _, sid := range sids {
+		r := h.routes[sid]
+		if r == nil || r.sink != sink {
+			continue
+		}
+		h.drop(sid)
+		byShard[r.shard] = append(byShard[r.shard], sid)
 	}
-	h.drop(sid)
 	h.mu.Unlock()
-	b := encodeRequest(&request{Op: opDetach, Holder: n.cfg.ID, Sid: sid})
-	n.h.send(r.shard, &nats.Msg{Subject: shardSubject + r.shard, Data: b})
+	for shard, sids := range byShard {
+		b := encodeRequest(&request{Op: opDetach, Holder: n.cfg.ID, Sids: sids})
+		n.h.send(shard, &nats.Msg{Subject: shardSubject + shard, Data: b})
+	}
 }
 
 // Drain waits until the shards this node owns have dispatched what they

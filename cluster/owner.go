@@ -347,12 +347,14 @@ func (o *owner) exec(p *op, log *[]byte) func(error) {
 			k.release()
 		}
 	case opDetach:
-		o.mu.Lock()
-		k := o.sinks[r.Holder+" "+r.Sid]
-		delete(o.sinks, r.Holder+" "+r.Sid)
-		o.mu.Unlock()
-		if k != nil {
-			o.svc.Detach(r.Sid, k)
+		for _, sid := range r.Sids {
+			o.mu.Lock()
+			k := o.sinks[r.Holder+" "+sid]
+			delete(o.sinks, r.Holder+" "+sid)
+			o.mu.Unlock()
+			if k != nil {
+				o.svc.Detach([]string{sid}, k)
+			}
 		}
 		return func(error) { o.answer(p.req.Holder, p.reply, &reply{}) }
 	}

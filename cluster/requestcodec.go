@@ -19,14 +19,15 @@ import (
 // value crosses unchecked, as JSON carried it: the owner's store checks
 // the request as one node's would, and answers a bad one bad_request.
 //
-//	request := requestFormat flags op holder sid after owner route skip [sub] [pub] [query]
+//	request := requestFormat flags op holder sid after owner route skip sids [sub] [pub] [query]
 //	sub     := uid cell cells past future keyword attrs   (self-join: a flag)
 //	pub     := uid cell cells expires desc attrs [lat lng radius]
 //	query   := attr [eq] [from] [to] k
 //	cell    := ns uvarint(len) uvarint(component)...
 //	cells   := uvarint(0 for nil, else count+1) cell...
 //	attrs   := uvarint(0 for nil, else count+1) (key value)...
-const requestFormat byte = 1
+//	sids    := uvarint(0 for nil, else count+1) sid...
+const requestFormat byte = 2
 
 // Request flags.
 const (
@@ -63,6 +64,14 @@ func encodeRequest(r *request) []byte {
 	b = appendBytes(b, []byte(r.Owner))
 	b = binary.AppendUvarint(b, r.Route)
 	b = binary.AppendVarint(b, int64(r.Skip))
+	if r.Sids == nil {
+		b = append(b, 0)
+	} else {
+		b = binary.AppendUvarint(b, uint64(len(r.Sids))+1)
+		for _, sid := range r.Sids {
+			b = appendBytes(b, []byte(sid))
+		}
+	}
 	if s := r.Sub; s != nil {
 		b = appendBytes(b, []byte(s.Uid))
 		b = appendCells(appendWireCell(b, s.Cell), s.Cover)
@@ -135,6 +144,12 @@ func decodeRequest(data []byte) (*request, error) {
 	}
 	flags := w.byte()
 	r := &request{Op: w.str(), Holder: w.str(), Sid: w.str(), After: w.varint(), Owner: w.str(), Route: w.uvarint(), Skip: int(w.varint())}
+	if n, ok := w.list(); ok {
+		r.Sids = make([]string, n)
+		for i := range r.Sids {
+			r.Sids[i] = w.str()
+		}
+	}
 	if flags&hasSub != 0 {
 		s := &subscriptions.SubscribeRequest{Uid: w.str(), Cell: w.cell(), SelfJoin: flags&selfJoin != 0}
 		s.Cover = w.cells()

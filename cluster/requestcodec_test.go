@@ -38,6 +38,12 @@ func randRequest(rng *rand.Rand) *request {
 	r := &request{Op: []string{opSubscribe, opPublish, opResume, opQuery, ""}[rng.Intn(5)], Holder: []string{"", "n1"}[rng.Intn(2)],
 		Sid: []string{"", "1700000000000000000-1.2"}[rng.Intn(2)], After: rng.Int63() - rng.Int63(), Owner: []string{"", "ann"}[rng.Intn(2)],
 		Route: rng.Uint64(), Skip: rng.Intn(1000) - 10}
+	switch rng.Intn(3) {
+	case 1:
+		r.Sids = []string{}
+	case 2:
+		r.Sids = []string{"1700000000000000000-1.2", "", "ü-3"}[:1+rng.Intn(3)]
+	}
 	if rng.Intn(2) == 0 {
 		r.Sub = &subscriptions.SubscribeRequest{Uid: "u", Cell: randCell(rng), Cover: randCells(rng), Past: time.Duration(rng.Int63()),
 			Future: -time.Duration(rng.Intn(5)), SelfJoin: rng.Intn(2) == 0, Filter: subscriptions.Filter{Keyword: "kw", Attrs: randAttrs(rng)}}

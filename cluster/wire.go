@@ -44,6 +44,7 @@ type request struct {
 	Sub    *subscriptions.SubscribeRequest
 	Pub    *subscriptions.PublishRequest
 	Sid    string
+	Sids   []string // a detach's subscriptions
 	After  int64
 	Route  uint64 // the holder's number for the route it is making
 	Owner  string // the uid that must own Sid

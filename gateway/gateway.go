@@ -100,7 +100,9 @@ type Core interface {
 	Unsubscribe(ctx context.Context, sid, owner string) error
 	Resume(ctx context.Context, sid string, after int64, owner string, sink delivery.Sink, answer func(*subscriptions.ReplayResult)) error
 	CatchUp(ctx context.Context, sink delivery.Sink) (int, error)
-	Detach(sid string, sink delivery.Sink)
+	// Detach stops routing the subscriptions sids to sink, which is
+	// going away (a connection closing detaches all of its at once).
+	Detach(sids []string, sink delivery.Sink)
 	Query(q service.Query) ([]subscriptions.Publication, error)
 	// Drain waits until every publication released so far is dispatched.
 	Drain()

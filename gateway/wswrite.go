@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"encoding/binary"
 	"errors"
+	"maps"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -230,8 +232,8 @@ func (c *wsConn) finish(bw *bufio.Writer) {
 		stop()
 	}
 	g.users.disconnect(c.user)
-	for sid := range sids {
-		g.svc.Detach(sid, c)
+	if len(sids) > 0 {
+		g.svc.Detach(slices.Collect(maps.Keys(sids)), c)
 	}
 	if g.metrics != nil {
 		g.metrics.Connections.WithLabelValues("ws").Dec()

@@ -167,7 +167,11 @@ func (s *Service) CatchUp(ctx context.Context, sink delivery.Sink) (int, error) 
 }
 
 // Detach stops routing sid to sink, which is going away.
-func (s *Service) Detach(sid string, sink delivery.Sink) { s.hub.Detach(sid, sink) }
+func (s *Service) Detach(sids []string, sink delivery.Sink) {
+	for _, sid := range sids {
+		s.hub.Detach(sid, sink)
+	}
+}
 
 // Query returns the latest live publications matching q, newest first.
 func (s *Service) Query(q Query) ([]subscriptions.Publication, error) {
