@@ -19,6 +19,7 @@ import (
 
 	"github.com/seed84792017/cellcast/bench/workload"
 	"github.com/seed84792017/cellcast/client"
+	"github.com/seed84792017/cellcast/dewey"
 )
 
 // Config shapes a run.
@@ -61,6 +62,12 @@ type Config struct {
 	// cluster's shards) for the report's longest gaps without a successful
 	// reply; 0: one group.
 	ShardDepth int
+	// Route, when set, names for a cell the index in WSURLs of the broker
+	// to send its operations to, as a client that knows a cluster's
+	// shard owners would: subscribes go to a connection on that broker
+	// (chosen by user), publishes to a publisher connection on it. Over
+	// WebSocket only, with at least one connection of each kind per URL.
+	Route func(cell dewey.ID) int
 }
 
 func (c *Config) withDefaults() error {
@@ -84,6 +91,9 @@ func (c *Config) withDefaults() error {
 	}
 	if c.Settle == 0 {
 		c.Settle = time.Second
+	}
+	if c.Route != nil && (c.NATSURL != "" || c.Conns < len(c.WSURLs) || c.PubConns < len(c.WSURLs)) {
+		return errors.New("loadgen: Route needs WebSocket publishers and a subscriber and a publisher connection per broker")
 	}
 	if c.Slowdown < 0 || c.Conns < 0 || c.PubConns < 0 || c.Window < 0 || c.Ahead < 0 || c.DropEvery < 0 || c.ShardDepth < 0 {
 		return errors.New("loadgen: negative slowdown, connection count, window or drop interval")
@@ -232,13 +242,20 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				return nil, ctx.Err()
 			}
 		}
-		if op.Kind == workload.Subscribe {
+		switch {
+		case cfg.Route != nil && op.Kind == workload.Subscribe:
+			conns[routed(cfg.Route(op.Cell), shard(op.Uid, len(conns)), len(cfg.WSURLs), len(conns))].tasks <- t
+		case op.Kind == workload.Subscribe:
 			conns[shard(op.Uid, len(conns))].tasks <- t
-		} else {
-			pubs <- t
+		case cfg.Route != nil:
+			pubs[cfg.Route(op.Cell)%len(pubs)] <- t
+		default:
+			pubs[0] <- t
 		}
 	}
-	close(pubs)
+	for _, ch := range pubs {
+		close(ch)
+	}
 	for _, c := range conns {
 		close(c.tasks)
 	}
@@ -273,6 +290,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		r.lateResumes.Add(st.Lost)
 	}
 	return r.report(elapsed, spools)
+}
+
+// routed is the index of a connection on broker b (connection i dials
+// broker i mod brokers) among n connections, the k-th of them mod their
+// number.
+func routed(b, k, brokers, n int) int {
+	on := (n - b + brokers - 1) / brokers // connections b, b+brokers, ...
+	return b + brokers*(k%on)
 }
 
 func shard(uid string, n int) int {
@@ -374,11 +399,18 @@ func (r *run) natsRequest(t task) []byte {
 }
 
 // publishers starts the goroutines that publish, over NATS or WebSocket,
-// and returns the channel that feeds them.
-func (r *run) publishers() (chan task, func(), error) {
+// and returns the channels that feed them: one, or with Config.Route one
+// per broker.
+func (r *run) publishers() ([]chan task, func(), error) {
 	ch := make(chan task, 1<<16)
+	chans := []chan task{ch}
 	r.pubDone = &sync.WaitGroup{}
 	if r.cfg.NATSURL == "" {
+		if r.cfg.Route != nil {
+			for range len(r.cfg.WSURLs) - 1 {
+				chans = append(chans, make(chan task, 1<<16))
+			}
+		}
 		conns := make([]*wsConn, r.cfg.PubConns)
 		for i := range conns {
 			c, err := dialWS(r, i)
@@ -387,11 +419,11 @@ func (r *run) publishers() (chan task, func(), error) {
 				return nil, nil, err
 			}
 			conns[i] = c
-			c.tasks = ch // they share the publications
+			c.tasks = chans[i%len(chans)] // they share their broker's publications
 			r.pubDone.Add(1)
 			go c.serve(context.Background(), r.pubDone.Done)
 		}
-		return ch, func() { closeAll(conns) }, nil
+		return chans, func() { closeAll(conns) }, nil
 	}
 	var ncs []*nats.Conn
 	closeNATS := func() {
@@ -431,7 +463,7 @@ func (r *run) publishers() (chan task, func(), error) {
 			}()
 		}
 	}
-	return ch, closeNATS, nil
+	return chans, closeNATS, nil
 }
 
 func (r *run) waitPublishers() { r.pubDone.Wait() }

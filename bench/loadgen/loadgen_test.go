@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -208,5 +209,50 @@ func TestPubOf(t *testing.T) {
 		if got := r.pubOf(desc); got != want {
 			t.Errorf("pubOf(%q) = %d, want %d", desc, got, want)
 		}
+	}
+}
+
+// routed picks, for every broker, only connections dialled to it, and
+// every one of them for some user.
+func TestRouted(t *testing.T) {
+	for brokers := 1; brokers <= 4; brokers++ {
+		for n := brokers; n <= 11; n++ {
+			for b := range brokers {
+				seen := map[int]bool{}
+				for k := range 50 {
+					i := routed(b, k, brokers, n)
+					if i < 0 || i >= n || i%brokers != b {
+						t.Fatalf("routed(%d, %d, %d, %d) = %d: not a connection to broker %d", b, k, brokers, n, i, b)
+					}
+					seen[i] = true
+				}
+				if want := (n - b + brokers - 1) / brokers; len(seen) != want {
+					t.Fatalf("broker %d of %d, %d connections: %d used, want %d", b, brokers, n, len(seen), want)
+				}
+			}
+		}
+	}
+}
+
+// With Route, operations go to the connections of the broker it names
+// (here two names of one broker), and completeness holds as before.
+func TestRouteKeepsCompleteness(t *testing.T) {
+	b := startBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	url := "ws://" + b.HTTPAddr() + "/ws"
+	var calls atomic.Int64
+	route := func(cell dewey.ID) int { calls.Add(1); return int(cell[0] % 2) }
+	rep, err := Run(ctx, Config{WSURLs: []string{url, url}, Ops: smallWorkload(t, 3, 2000), Closed: true, Conns: 4, PubConns: 2, Window: 8,
+		Route: route})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, rep)
+	if calls.Load() != 2000 {
+		t.Fatalf("Route asked %d times for 2,000 operations", calls.Load())
+	}
+	if _, err := Run(ctx, Config{WSURLs: []string{url, url}, NATSURL: b.NATSURL(), Ops: smallWorkload(t, 3, 10), Route: route}); err == nil {
+		t.Fatal("Route with NATS publishers was accepted")
 	}
 }

@@ -10,7 +10,10 @@
 // The default workload (cells) subscribes first and then publishes, some
 // publications above the shard depth: the cluster's hardest case, about 40
 // notifications a publication. -workload moving runs the moving-user
-// workload of the broker's other benchmarks through bench/loadgen.
+// workload of the broker's other benchmarks through bench/loadgen;
+// -to-owner sends each of its operations to the node owning its cell's
+// shard, as a client that knew the owners would. -node-flags passes more
+// flags to the cluster's nodes.
 package main
 
 import (
@@ -48,7 +51,9 @@ func main() {
 	kind := flag.String("workload", "cells", "cells (subscriptions first, publications at depths 1-6) or moving (the moving-user workload, closed loop)")
 	ops := flag.Int("ops", 40000, "operations of the moving-user workload")
 	life := flag.Duration("lifetime", 0, "the moving-user workload's windows and expiry (0: the workload's 10 s windows and 20 s expiry)")
+	toOwner := flag.Bool("to-owner", false, "moving users: send each operation to the node owning its cell's shard (at the default shard depth 2), as a client that knows the owners would (not how plain clients connect)")
 	ahead := flag.Int("ahead", 320, "moving users: operations handed to connections and not yet answered, across all (bench/loadgen Config.Ahead; 0: unbounded)")
+	flag.StringVar(&nodeFlags, "node-flags", "", "more broker flags for the cluster's nodes, space-separated (e.g. \"--shard-depth 3\")")
 	flag.Parse()
 	var measureOn func([]*procs.Node) (result, error)
 	switch *kind {
@@ -63,7 +68,7 @@ func main() {
 			os.Exit(1)
 		}
 		fmt.Printf("moving users: 10000 users, %d operations, 3 subscriptions per publication, closed loop\n", *ops)
-		measureOn = func(nodes []*procs.Node) (result, error) { return measureMoving(nodes, w, *seed, *ahead) }
+		measureOn = func(nodes []*procs.Node) (result, error) { return measureMoving(nodes, w, *seed, *ahead, *toOwner) }
 	default:
 		fmt.Fprintf(os.Stderr, "clusterbench: -workload %q: use cells or moving\n", *kind)
 		os.Exit(2)
@@ -145,7 +150,7 @@ func run(bin string, measure func([]*procs.Node) (result, error), keep bool) err
 	if err != nil {
 		return err
 	}
-	c, err := procs.StartCluster(bin, filepath.Join(dir, "cluster"), 3, args...)
+	c, err := procs.StartCluster(bin, filepath.Join(dir, "cluster"), 3, append(args, strings.Fields(nodeFlags)...)...)
 	if err != nil {
 		return err
 	}
@@ -378,6 +383,9 @@ func (m *meter) messages(r *result, publications int) {
 		r.natsMsgs += r.natsKinds[k]
 	}
 }
+
+// nodeFlags are more broker flags for the cluster's nodes (-node-flags).
+var nodeFlags string
 
 // profileDir, when set, receives CPU profiles of the brokers (-pprof).
 var profileDir string

@@ -2,13 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
 	"github.com/seed84792017/cellcast/bench/loadgen"
 	"github.com/seed84792017/cellcast/bench/procs"
 	"github.com/seed84792017/cellcast/bench/workload"
+	"github.com/seed84792017/cellcast/cluster"
+	"github.com/seed84792017/cellcast/dewey"
+	"github.com/seed84792017/cellcast/subscriptions"
 )
 
 // movingUsers is the moving-user workload of the broker's other
@@ -32,16 +37,23 @@ func movingUsers(ops int, seed int64, life time.Duration) ([]workload.Op, error)
 // both systems; unbounded (0), it follows the timing: a system whose
 // subscribes are slower than its publishes answers more of them as
 // (cheaper) past results.
-func measureMoving(nodes []*procs.Node, ops []workload.Op, seed int64, ahead int) (result, error) {
+func measureMoving(nodes []*procs.Node, ops []workload.Op, seed int64, ahead int, toOwner bool) (result, error) {
 	var urls []string
 	for _, n := range nodes {
 		urls = append(urls, n.WS())
+	}
+	var route func(dewey.ID) int
+	if toOwner && len(nodes) > 1 {
+		var err error
+		if route, err = ownerRoute(nodes); err != nil {
+			return result{}, err
+		}
 	}
 	m, err := startMeter(nodes)
 	if err != nil {
 		return result{}, err
 	}
-	rep, err := loadgen.Run(context.Background(), loadgen.Config{WSURLs: urls, Ops: ops, Closed: true, Conns: 16, PubConns: 4, Window: 16, Ahead: ahead,
+	rep, err := loadgen.Run(context.Background(), loadgen.Config{WSURLs: urls, Ops: ops, Closed: true, Conns: 16, PubConns: 4, Window: 16, Ahead: ahead, Route: route,
 		Seed: seed, Settle: 500 * time.Millisecond})
 	if err != nil {
 		return result{}, err
@@ -64,4 +76,35 @@ func measureMoving(nodes []*procs.Node, ops []workload.Op, seed int64, ahead int
 		refused: refused}
 	m.messages(&r, rep.Publishes)
 	return r, nil
+}
+
+// ownerRoute reads, once the nodes have settled which shard each serves
+// (the same owners for a second), a route from a cell to the index of the
+// node owning its shard (procs.StartCluster's shard depth, 2).
+func ownerRoute(nodes []*procs.Node) (func(dewey.ID) int, error) {
+	shards := cluster.Shards{Depth: 2}
+	read := func() map[string]int {
+		owner := map[string]int{}
+		for _, s := range shards.All() {
+			for i, nd := range nodes {
+				if v, err := procs.Metric(nd.HTTP, `cellcast_cluster_shard_owned{shard="`+s+`"}`); err == nil && v == 1 {
+					owner[s] = i
+				}
+			}
+		}
+		return owner
+	}
+	last, since := read(), time.Now()
+	for deadline := time.Now().Add(30 * time.Second); time.Since(since) < time.Second; {
+		if time.Now().After(deadline) {
+			return nil, errors.New("-to-owner: the shards' owners did not settle")
+		}
+		time.Sleep(200 * time.Millisecond)
+		if now := read(); !maps.Equal(now, last) || len(now) < len(shards.All()) {
+			last, since = now, time.Now()
+		}
+	}
+	return func(cell dewey.ID) int {
+		return last[shards.Home(subscriptions.Cell{NS: subscriptions.NSCell, ID: cell})]
+	}, nil
 }
