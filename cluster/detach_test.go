@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -108,10 +109,7 @@ func routedTo(nodes []*testNode, holder string) []string {
 	var out []string
 	for _, n := range nodes {
 		n.mu.Lock()
-		owners := make([]*owner, 0, len(n.owned))
-		for _, o := range n.owned {
-			owners = append(owners, o)
-		}
+		owners := slices.Collect(maps.Values(n.owned))
 		n.mu.Unlock()
 		for _, o := range owners {
 			o.mu.Lock()
