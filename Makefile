@@ -66,7 +66,7 @@ demo-perf:
 race:
 	$(GO) test -count=1 -race -short ./lsm/...
 	$(GO) test -count=1 -race -short -run Concurrent ./dualdb ./twodb
-	$(GO) test -count=1 -race -short ./delivery ./gateway ./broker ./client
+	$(GO) test -count=1 -race -short ./delivery ./gateway ./broker ./client ./cluster
 
 # Each decoder's fuzz target, briefly.
 fuzz:

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/seed84792017/cellcast/delivery"
 	"github.com/seed84792017/cellcast/service"
 	"github.com/seed84792017/cellcast/subscriptions"
@@ -187,8 +185,7 @@ func (n *Node) Detach(sids []string, sink delivery.Sink) {
 	}
 	h.mu.Unlock()
 	for shard, sids := range byShard {
-		b := encodeRequest(&request{Op: opDetach, Holder: n.cfg.ID, Sids: sids})
-		n.h.send(shard, &nats.Msg{Subject: shardSubject + shard, Data: b})
+		n.h.send(shard, &request{Op: opDetach, Holder: n.cfg.ID, Sids: sids}, "")
 	}
 }
 

@@ -95,10 +95,7 @@ func (h *holder) receive(m *nats.Msg) {
 // replied hands the reply to call id to its caller; noOwner: no owner
 // listened, and the caller tries again.
 func (h *holder) replied(id string, data []byte, noOwner bool) {
-	h.mu.Lock()
-	c := h.calls[id]
-	delete(h.calls, id)
-	h.mu.Unlock()
+	c := h.take(id)
 	if c == nil {
 		return // its caller gave up
 	}
@@ -110,6 +107,27 @@ func (h *holder) replied(id string, data []byte, noOwner bool) {
 	if err != nil {
 		r = &reply{Err: &wireError{Kind: "internal", Msg: err.Error()}}
 	}
+	c.answer(r)
+}
+
+// answered hands r, a reply from this node's own owner, to call id's
+// caller.
+func (h *holder) answered(id string, r *reply) {
+	if c := h.take(id); c != nil {
+		c.answer(r)
+	}
+}
+
+// take removes call id and returns it; nil if its caller gave up.
+func (h *holder) take(id string) *call {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := h.calls[id]
+	delete(h.calls, id)
+	return c
+}
+
+func (c *call) answer(r *reply) {
 	if c.onReply != nil {
 		c.onReply(r)
 	}
@@ -123,7 +141,6 @@ const attemptTimeout = 5 * time.Second
 // call sends req to shard's owner and waits for the reply, retrying while
 // no owner listens (the shard is moving) until ctx ends.
 func (h *holder) call(ctx context.Context, shard string, req *request, onReply func(*reply)) (*reply, error) {
-	body := encodeRequest(req)
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, attemptTimeout)
@@ -136,7 +153,7 @@ func (h *holder) call(ctx context.Context, shard string, req *request, onReply f
 		h.mu.Lock()
 		h.calls[id] = c
 		h.mu.Unlock()
-		if err := h.send(shard, &nats.Msg{Subject: shardSubject + shard, Reply: nodeSubject + h.n.cfg.ID + ".r." + id, Data: body}); err != nil {
+		if err := h.send(shard, req, nodeSubject+h.n.cfg.ID+".r."+id); err != nil {
 			h.forget(id)
 			return nil, fmt.Errorf("%w: %w", service.ErrUnavailable, err)
 		}
@@ -161,14 +178,14 @@ func (h *holder) call(ctx context.Context, shard string, req *request, onReply f
 	}
 }
 
-// send hands m to shard's owner: at once if this node owns the shard,
-// else over NATS.
-func (h *holder) send(shard string, m *nats.Msg) error {
-	if h.n.sendLocal(shard, m) {
+// send hands r, answered on subject ("": no answer), to shard's owner:
+// at once if this node owns the shard, else over NATS.
+func (h *holder) send(shard string, r *request, subject string) error {
+	if h.n.sendLocal(shard, r, subject) {
 		return nil
 	}
 	h.n.counters.requests.Add(1)
-	return h.n.nc.PublishMsg(m)
+	return h.n.nc.PublishMsg(&nats.Msg{Subject: shardSubject + shard, Reply: subject, Data: encodeRequest(r)})
 }
 
 func (h *holder) forget(id string) {

@@ -4,17 +4,18 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/seed84792017/cellcast/delivery"
 )
 
 // What a node's owners send to the node's own holder skips NATS: a third
 // of a three-node cluster's traffic would otherwise leave the process
 // and come back (request, reply and notifications each a round trip
-// through the NATS server). Requests and replies keep their wire form,
-// so the owner and the caller share no values; notifications are passed
-// as they are, as a single node passes them to its connections.
+// through the NATS server). Requests, replies and notifications are
+// passed as they are, as a single node's gateway and service pass them:
+// a subscribe's reply holds hundreds of past results, which would
+// otherwise be encoded and decoded once each without leaving the
+// process. A reply carries only what crosses between nodes (answer
+// builds it so), so a caller sees the same either way.
 
 // sender is what an owner sends to one holding node, in order: an
 // outbox (NATS) for another node, a localBox for its own.
@@ -22,7 +23,7 @@ type sender interface {
 	notify(route uint64, n *delivery.Notification)
 	ended(*lostRoute)
 	// reply sends an answer after everything sent before it.
-	reply(subject string, data []byte) error
+	reply(subject string, r *reply) error
 	close()
 }
 
@@ -43,7 +44,7 @@ type localItem struct {
 	note    *notification
 	ended   *lostRoute
 	subject string
-	data    []byte
+	reply   *reply
 }
 
 func newLocalBox(h *holder) *localBox {
@@ -66,7 +67,7 @@ func (b *localBox) run() {
 			case it.ended != nil:
 				b.h.lost(it.ended)
 			default:
-				b.h.replied(strings.TrimPrefix(it.subject, b.replies), it.data, false)
+				b.h.answered(strings.TrimPrefix(it.subject, b.replies), it.reply)
 			}
 			*it = localItem{}
 		}
@@ -93,8 +94,8 @@ func (b *localBox) notify(route uint64, n *delivery.Notification) {
 
 func (b *localBox) ended(l *lostRoute) { b.push(localItem{ended: l}) }
 
-func (b *localBox) reply(subject string, data []byte) error {
-	b.push(localItem{subject: subject, data: data})
+func (b *localBox) reply(subject string, r *reply) error {
+	b.push(localItem{subject: subject, reply: r})
 	return nil
 }
 
@@ -105,12 +106,12 @@ func (b *localBox) close() {
 	close(b.kick)
 }
 
-// sendLocal hands a request for shard to this node's owner of it, if
-// this node owns it and is not handing it over; it reports whether it
-// did.
-func (n *Node) sendLocal(shard string, m *nats.Msg) bool {
+// sendLocal hands a request for shard, answered on subject, to this
+// node's owner of it, if this node owns it and is not handing it over;
+// it reports whether it did.
+func (n *Node) sendLocal(shard string, r *request, subject string) bool {
 	n.mu.Lock()
 	o := n.owned[shard]
 	n.mu.Unlock()
-	return o != nil && o.takeLocal(m)
+	return o != nil && o.takeLocal(r, subject)
 }

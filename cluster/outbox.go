@@ -131,7 +131,8 @@ func (b *outbox) ended(l *lostRoute) {
 
 // reply sends what is batched, then the reply: the holder sees every
 // notification made before the reply first.
-func (b *outbox) reply(subject string, data []byte) error {
+func (b *outbox) reply(subject string, r *reply) error {
+	data := encodeReply(r)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.flush()

@@ -147,7 +147,7 @@ func openOwner(ctx context.Context, n *Node, name, lease string) (*owner, error)
 	return o, nil
 }
 
-// take queues a request for the loop.
+// take queues a request from another node for the loop.
 func (o *owner) take(m *nats.Msg) {
 	rp, err := decodeRequest(m.Data)
 	if err == nil && rp.Holder != "" && !validID(rp.Holder) {
@@ -157,36 +157,42 @@ func (o *owner) take(m *nats.Msg) {
 		o.n.log.Error("cluster: a malformed request on a shard subject", "shard", o.name, "err", err)
 		return
 	}
-	r := *rp
+	o.queue(*rp, m.Reply)
+}
+
+// queue queues r for the loop, or answers it at once: a query runs
+// beside the loop, and a full queue answers unavailable.
+func (o *owner) queue(r request, subject string) {
 	if r.Op == opQuery { // reads alone: beside the loop, not in its order
 		select {
 		case o.queries <- struct{}{}:
 			go func() {
 				defer func() { <-o.queries }()
-				o.answer(r.Holder, m.Reply, o.query(&r))
+				o.answer(r.Holder, subject, o.query(&r))
 			}()
 		default:
-			o.answer(r.Holder, m.Reply, &reply{Err: toWire(fmt.Errorf("%w: shard %s has too many queries running", service.ErrUnavailable, o.name))})
+			o.answer(r.Holder, subject, &reply{Err: toWire(fmt.Errorf("%w: shard %s has too many queries running", service.ErrUnavailable, o.name))})
 		}
 		return
 	}
 	select {
-	case o.ops <- &op{req: r, reply: m.Reply}:
+	case o.ops <- &op{req: r, reply: subject}:
 	default:
-		o.answer(r.Holder, m.Reply, &reply{Err: toWire(fmt.Errorf("%w: shard %s has too many requests queued", service.ErrUnavailable, o.name))})
+		o.answer(r.Holder, subject, &reply{Err: toWire(fmt.Errorf("%w: shard %s has too many requests queued", service.ErrUnavailable, o.name))})
 	}
 }
 
-// takeLocal is take for a request from this node, unless the shard is
-// being handed over (then the caller goes through NATS, and finds the
+// takeLocal is take for a request from this node, passed as it is (as
+// one node's gateway passes a request to its service), unless the shard
+// is being handed over (then the caller goes through NATS, and finds the
 // next owner). Holding mu keeps close from missing the request.
-func (o *owner) takeLocal(m *nats.Msg) bool {
+func (o *owner) takeLocal(r *request, subject string) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closing {
 		return false
 	}
-	o.take(m)
+	o.queue(*r, subject)
 	return true
 }
 
@@ -197,13 +203,12 @@ func (o *owner) answer(holder, subject string, r *reply) {
 		return
 	}
 	r.Node = o.lease
-	b := encodeReply(r)
 	var err error
 	if holder == "" || !validID(holder) {
 		o.n.counters.replies.Add(1)
-		err = o.n.nc.Publish(subject, b)
+		err = o.n.nc.Publish(subject, encodeReply(r))
 	} else {
-		err = o.n.outbox(holder).reply(subject, b)
+		err = o.n.outbox(holder).reply(subject, r)
 	}
 	if err != nil {
 		o.n.log.Error("cluster: sending a reply", "err", err)
