@@ -166,7 +166,7 @@ func (s *Service) CatchUp(ctx context.Context, sink delivery.Sink) (int, error) 
 	return s.hub.CatchUp(ctx, sink)
 }
 
-// Detach stops routing sid to sink, which is going away.
+// Detach stops routing sids to sink, which is going away.
 func (s *Service) Detach(sids []string, sink delivery.Sink) {
 	for _, sid := range sids {
 		s.hub.Detach(sid, sink)
