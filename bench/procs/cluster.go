@@ -192,3 +192,18 @@ func (c *NATSCluster) Stop() {
 		}
 	}
 }
+
+// ShardOwners reads, from each node's cellcast_cluster_shard_owned
+// series, which node (by index) serves each of shards now; a shard no
+// node reports is left out.
+func ShardOwners(nodes []*Node, shards []string) map[string]int {
+	owner := map[string]int{}
+	for _, s := range shards {
+		for i, nd := range nodes {
+			if v, err := Metric(nd.HTTP, `cellcast_cluster_shard_owned{shard="`+s+`"}`); err == nil && v == 1 {
+				owner[s] = i
+			}
+		}
+	}
+	return owner
+}

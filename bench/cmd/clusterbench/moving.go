@@ -83,17 +83,7 @@ func measureMoving(nodes []*procs.Node, ops []workload.Op, seed int64, ahead int
 // node owning its shard (procs.StartCluster's shard depth, 2).
 func ownerRoute(nodes []*procs.Node) (func(dewey.ID) int, error) {
 	shards := cluster.Shards{Depth: 2}
-	read := func() map[string]int {
-		owner := map[string]int{}
-		for _, s := range shards.All() {
-			for i, nd := range nodes {
-				if v, err := procs.Metric(nd.HTTP, `cellcast_cluster_shard_owned{shard="`+s+`"}`); err == nil && v == 1 {
-					owner[s] = i
-				}
-			}
-		}
-		return owner
-	}
+	read := func() map[string]int { return procs.ShardOwners(nodes, shards.All()) }
 	last, since := read(), time.Now()
 	for deadline := time.Now().Add(30 * time.Second); time.Since(since) < time.Second; {
 		if time.Now().After(deadline) {

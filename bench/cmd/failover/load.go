@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -87,11 +89,12 @@ func busiest(c *procs.Cluster, ops []workload.Op) (int, float64, error) {
 			perShard[fmt.Sprintf("g%d%d", op.Cell[0], op.Cell[1])]++
 		}
 	}
+	owner := procs.ShardOwners(c.Nodes, slices.Collect(maps.Keys(perShard)))
 	best, most := 0, -1
-	for i, nd := range c.Nodes {
+	for i := range c.Nodes {
 		n := 0
 		for shard, k := range perShard {
-			if v, err := procs.Metric(nd.HTTP, `cellcast_cluster_shard_owned{shard="`+shard+`"}`); err == nil && v == 1 {
+			if o, ok := owner[shard]; ok && o == i {
 				n += k
 			}
 		}
