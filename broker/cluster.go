@@ -40,6 +40,13 @@ type ClusterConfig struct {
 	// cluster that survives the loss of a node.
 	Replicas int
 	LeaseTTL time.Duration // default 2 s
+	// ElectionTimeout is how long the embedded NATS server's raft
+	// followers wait for a leader before electing another: between it and
+	// twice it (default DefaultElectionTimeout, at least
+	// MinElectionTimeout). It bounds the failover of the shards whose log
+	// the dead node's server led. It is process-wide, and unused with an
+	// external NATS cluster, whose servers keep their own (4-9 s).
+	ElectionTimeout time.Duration
 }
 
 // clustered reports whether the broker is a cluster node.
@@ -56,6 +63,13 @@ func (b *Broker) clusterOptions(o *server.Options) error {
 	name := cc.Name
 	if name == "" {
 		name = "cellcast"
+	}
+	et := cc.ElectionTimeout
+	if et == 0 {
+		et = DefaultElectionTimeout
+	}
+	if err := setRaftTiming(et); err != nil {
+		return err
 	}
 	o.ServerName = cc.Node
 	o.JetStream = true

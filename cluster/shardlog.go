@@ -149,8 +149,10 @@ func (l *shardLog) replay(ctx context.Context, from uint64, apply func(seq uint6
 // stream, creating the replay's consumer, each message of the replay): a
 // request lost to a leader election is never answered, and the take is
 // tried again from the start, so the shard is served soon after the
-// election ends rather than when one long attempt gives up.
-const stepTimeout = 2 * time.Second
+// election ends rather than when one long attempt gives up. An election
+// takes 1-2 s with the embedded servers' timing (broker.ClusterConfig's
+// ElectionTimeout), so a step waits no longer than that.
+const stepTimeout = time.Second
 
 // An append tries for appendPatience, appendTimeout a try: a stream whose
 // leader went away answers nothing (or "no responders") until its

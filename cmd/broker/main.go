@@ -106,6 +106,7 @@ func run(args []string) int {
 	fs.IntVar(&c.Cluster.TopicShardDepth, "topic-shard-depth", 1, "how many levels of a topic path place it in one of the 4 topic shards: 1 keeps a top-level topic in one shard, deeper spreads it by subtopic (1-4); the same on every node")
 	fs.IntVar(&c.Cluster.Replicas, "replicas", 3, "replicas of each shard's JetStream log (1, 3 or 5; at most the number of NATS servers)")
 	fs.DurationVar(&c.Cluster.LeaseTTL, "lease-ttl", 2*time.Second, "how long after a node stops its shards move to the others")
+	fs.DurationVar(&c.Cluster.ElectionTimeout, "cluster-election-timeout", broker.DefaultElectionTimeout, "how long the embedded NATS server's JetStream replicas wait for a leader before electing another (up to twice it; heartbeats every quarter of it); it bounds failover when a node dies with its NATS server; at least 500ms; unused with --nats-url")
 	memLimitMiB := fs.Int64("memory-limit-mib", 448, "soft limit of the Go runtime's memory (debug.SetMemoryLimit): near it the garbage collector runs more often rather than let the heap double; 0 for none; GOMEMLIMIT in the environment overrides it")
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long a shutdown may take to drain clients")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
@@ -138,8 +139,8 @@ func run(args []string) int {
 			c.Cluster.Routes = append(c.Cluster.Routes, r)
 		}
 	}
-	if c.Cluster.Node != "" && (c.Cluster.ShardDepth < 1 || c.Cluster.ShardDepth > 4 || c.Cluster.TopicShardDepth < 1 || c.Cluster.TopicShardDepth > 4 || c.Cluster.Replicas < 1 || c.Cluster.LeaseTTL < 500*time.Millisecond) {
-		fmt.Fprintln(os.Stderr, "broker: --shard-depth and --topic-shard-depth 1 to 4, --replicas at least 1, --lease-ttl at least 500ms")
+	if c.Cluster.Node != "" && (c.Cluster.ShardDepth < 1 || c.Cluster.ShardDepth > 4 || c.Cluster.TopicShardDepth < 1 || c.Cluster.TopicShardDepth > 4 || c.Cluster.Replicas < 1 || c.Cluster.LeaseTTL < 500*time.Millisecond || c.Cluster.ElectionTimeout < broker.MinElectionTimeout) {
+		fmt.Fprintln(os.Stderr, "broker: --shard-depth and --topic-shard-depth 1 to 4, --replicas at least 1, --lease-ttl and --cluster-election-timeout at least 500ms")
 		return 2
 	}
 	c.CacheBytes = int64(*cacheMiB) << 20

@@ -1,0 +1,63 @@
+package broker
+
+import (
+	"fmt"
+	"sync"
+	"time"
+	_ "unsafe" // go:linkname
+
+	_ "github.com/nats-io/nats-server/v2/server" // the variables below live there
+)
+
+// nats-server (v2.15.2, pinned in go.mod) takes no setting for its raft
+// timing: the election timeouts and the heartbeat interval are package
+// variables, which its own tests change. Left alone, a replicated stream
+// whose leader's server dies waits 4-9 s before electing another. A node's
+// death kills its embedded server, and with it the leaders that server
+// held, so every kill would cost those shards that long. We set the same
+// variables by name. A rename in a later nats-server fails the build at
+// link time rather than pass silently.
+
+//go:linkname natsMinElection github.com/nats-io/nats-server/v2/server.minElectionTimeout
+var natsMinElection time.Duration
+
+//go:linkname natsMaxElection github.com/nats-io/nats-server/v2/server.maxElectionTimeout
+var natsMaxElection time.Duration
+
+//go:linkname natsHeartbeat github.com/nats-io/nats-server/v2/server.hbInterval
+var natsHeartbeat time.Duration
+
+// DefaultElectionTimeout is ClusterConfig.ElectionTimeout's default.
+const DefaultElectionTimeout = time.Second
+
+// MinElectionTimeout is the shortest ClusterConfig.ElectionTimeout taken.
+const MinElectionTimeout = 500 * time.Millisecond
+
+// raftTiming is the election timeout this process's NATS servers run
+// with, once one has started; nats-server keeps it process-wide.
+var raftTiming struct {
+	sync.Mutex
+	min time.Duration
+}
+
+// setRaftTiming gives the embedded NATS servers of this process an
+// election timeout between min and 2*min, and a heartbeat every min/4
+// (nats-server's own ratio: 4-9 s and 1 s). It must run before the first
+// clustered server starts: raft reads the variables without a lock. A
+// second call must ask for the same timing.
+func setRaftTiming(min time.Duration) error {
+	if min < MinElectionTimeout {
+		return fmt.Errorf("election timeout %v: at least %v", min, MinElectionTimeout)
+	}
+	raftTiming.Lock()
+	defer raftTiming.Unlock()
+	if raftTiming.min != 0 {
+		if raftTiming.min != min {
+			return fmt.Errorf("election timeout %v: this process's NATS servers already run with %v, and nats-server keeps it process-wide", min, raftTiming.min)
+		}
+		return nil
+	}
+	natsMinElection, natsMaxElection, natsHeartbeat = min, 2*min, min/4
+	raftTiming.min = min
+	return nil
+}
