@@ -123,6 +123,7 @@ type result struct {
 	refused      int64 // publishes refused overloaded (retried in the cells workload, dropped in moving)
 	natsMsgs     float64
 	natsKinds    map[string]float64 // per publication, by kind
+	elections    int64              // stream leader elections during the run
 }
 
 func run(bin string, measure func([]*procs.Node) (result, error), keep bool) error {
@@ -177,6 +178,7 @@ func run(bin string, measure func([]*procs.Node) (result, error), keep bool) err
 		fmt.Printf(" %s %.2f", m, b.natsKinds[m])
 	}
 	fmt.Println()
+	fmt.Printf("stream leader elections during the cluster's run: %d\n", b.elections)
 	fmt.Printf("cluster / one node, CPU per notification: %.2fx\n", (b.cpu/float64(b.got))/(a.cpu/float64(a.got)))
 	return nil
 }
@@ -346,13 +348,16 @@ func measure(nodes []*procs.Node, w *cellsWorkload, conns, window int) (result, 
 	return r, nil
 }
 
-// meter measures the nodes over a run: its time, their CPU, and the NATS
-// messages between them. Starting it also starts the profiles (-pprof).
+// meter measures the nodes over a run: its time, their CPU, the NATS
+// messages between them and, for a cluster, the stream leader elections.
+// Starting it also starts the profiles (-pprof).
 type meter struct {
-	nodes []*procs.Node
-	start time.Time
-	cpu0  float64
-	msgs0 map[string]float64
+	nodes     []*procs.Node
+	start     time.Time
+	cpu0      float64
+	msgs0     map[string]float64
+	watch     *electionWatch // nil for one node
+	elections int64
 }
 
 func startMeter(nodes []*procs.Node) (*meter, error) {
@@ -361,6 +366,11 @@ func startMeter(nodes []*procs.Node) (*meter, error) {
 		return nil, err
 	}
 	m := &meter{nodes: nodes, cpu0: cpu0, msgs0: clusterMessages(nodes)}
+	if len(nodes) > 1 {
+		if m.watch, err = watchElections(nodes[0]); err != nil {
+			return nil, err
+		}
+	}
 	profile(nodes)
 	m.start = time.Now()
 	return m, nil
@@ -369,13 +379,17 @@ func startMeter(nodes []*procs.Node) (*meter, error) {
 // stop returns the seconds since the start and the CPU-seconds spent.
 func (m *meter) stop() (secs, cpu float64, err error) {
 	secs = time.Since(m.start).Seconds()
+	if m.watch != nil {
+		m.elections = m.watch.stop()
+	}
 	cpu1, err := cpuTotal(m.nodes)
 	return secs, cpu1 - m.cpu0, err
 }
 
 // messages fills r's NATS messages between nodes per publication, by
-// kind and in all, since the start.
+// kind and in all, since the start, and the elections stop counted.
 func (m *meter) messages(r *result, publications int) {
+	r.elections = m.elections
 	msgs1 := clusterMessages(m.nodes)
 	r.natsKinds = map[string]float64{}
 	for _, k := range messageKinds {
