@@ -48,11 +48,12 @@ func main() {
 	seed := flag.Int64("seed", 1, "workload seed")
 	keep := flag.Bool("keep", false, "keep the brokers' data and logs")
 	flag.StringVar(&profileDir, "pprof", "", "write a 5 s CPU profile of each broker, from the start of the publications, to this directory")
-	kind := flag.String("workload", "cells", "cells (subscriptions first, publications at depths 1-6) or moving (the moving-user workload, closed loop)")
+	kind := flag.String("workload", "cells", "cells (subscriptions first, publications at depths 1-6) or moving (the moving-user workload)")
 	ops := flag.Int("ops", 40000, "operations of the moving-user workload")
 	life := flag.Duration("lifetime", 0, "the moving-user workload's windows and expiry (0: the workload's 10 s windows and 20 s expiry)")
 	toOwner := flag.Bool("to-owner", false, "moving users: send each operation to the node owning its cell's shard (at the default shard depth 2), as a client that knows the owners would (not how plain clients connect)")
 	ahead := flag.Int("ahead", 320, "moving users: operations handed to connections and not yet answered, across all (bench/loadgen Config.Ahead; 0: unbounded)")
+	rate := flag.Float64("rate", 0, "moving users: send the operations open loop at this many per second, the same offered load for both systems (0: closed loop, each as fast as it goes)")
 	flag.StringVar(&nodeFlags, "node-flags", "", "more broker flags for the cluster's nodes, space-separated (e.g. \"--shard-depth 3\")")
 	flag.Parse()
 	var measureOn func([]*procs.Node) (result, error)
@@ -62,13 +63,17 @@ func main() {
 		fmt.Printf("%d subscriptions, %d publications, %d notifications owed\n", *subs, *pubs, w.owed)
 		measureOn = func(nodes []*procs.Node) (result, error) { return measure(nodes, w, *conns, *window) }
 	case "moving":
-		w, err := movingUsers(*ops, *seed, *life)
+		w, err := movingUsers(*ops, *seed, *life, *rate)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "clusterbench:", err)
 			os.Exit(1)
 		}
-		fmt.Printf("moving users: 10000 users, %d operations, 3 subscriptions per publication, closed loop\n", *ops)
-		measureOn = func(nodes []*procs.Node) (result, error) { return measureMoving(nodes, w, *seed, *ahead, *toOwner) }
+		loop := "closed loop"
+		if *rate > 0 {
+			loop = fmt.Sprintf("open loop at %.0f per second", *rate)
+		}
+		fmt.Printf("moving users: 10000 users, %d operations, 3 subscriptions per publication, %s\n", *ops, loop)
+		measureOn = func(nodes []*procs.Node) (result, error) { return measureMoving(nodes, w, *seed, *ahead, *rate == 0, *toOwner) }
 	default:
 		fmt.Fprintf(os.Stderr, "clusterbench: -workload %q: use cells or moving\n", *kind)
 		os.Exit(2)

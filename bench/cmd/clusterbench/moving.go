@@ -20,24 +20,26 @@ import (
 // benchmarks (bench/workload: 10k users over New York, quad tree depth 8,
 // 3 subscriptions per publication), kept at or below the shard depth so
 // that the load generator's oracle holds on a cluster (workload.MinLevel).
-func movingUsers(ops int, seed int64, life time.Duration) ([]workload.Op, error) {
+// rate spaces the operations in time for an open loop (0: the workload's
+// default, unused by a closed loop).
+func movingUsers(ops int, seed int64, life time.Duration, rate float64) ([]workload.Op, error) {
 	g, err := workload.New(workload.Config{Seed: seed, Ops: ops, Users: 10000, SubsPerPub: 3, Space: workload.Quad, Depth: 8, MinLevel: 2,
-		Past: life, Future: life, Expires: life})
+		Past: life, Future: life, Expires: life, Rate: rate})
 	if err != nil {
 		return nil, err
 	}
 	return g.All(), nil
 }
 
-// measureMoving runs ops closed loop through bench/loadgen (16 subscriber
-// and 4 publisher connections spread over the nodes, 16 in flight each)
-// and checks its oracle. A delivery is a live notification or a past
+// measureMoving runs ops through bench/loadgen (16 subscriber and 4
+// publisher connections spread over the nodes, 16 in flight each), closed
+// loop or at the operations' times, and checks its oracle. A delivery is a live notification or a past
 // result. ahead keeps the connections within that many operations of the
 // workload's order, so the split between the two follows the workload for
 // both systems; unbounded (0), it follows the timing: a system whose
 // subscribes are slower than its publishes answers more of them as
 // (cheaper) past results.
-func measureMoving(nodes []*procs.Node, ops []workload.Op, seed int64, ahead int, toOwner bool) (result, error) {
+func measureMoving(nodes []*procs.Node, ops []workload.Op, seed int64, ahead int, closed, toOwner bool) (result, error) {
 	var urls []string
 	for _, n := range nodes {
 		urls = append(urls, n.WS())
@@ -53,7 +55,7 @@ func measureMoving(nodes []*procs.Node, ops []workload.Op, seed int64, ahead int
 	if err != nil {
 		return result{}, err
 	}
-	rep, err := loadgen.Run(context.Background(), loadgen.Config{WSURLs: urls, Ops: ops, Closed: true, Conns: 16, PubConns: 4, Window: 16, Ahead: ahead, Route: route,
+	rep, err := loadgen.Run(context.Background(), loadgen.Config{WSURLs: urls, Ops: ops, Closed: closed, Conns: 16, PubConns: 4, Window: 16, Ahead: ahead, Route: route,
 		Seed: seed, Settle: 500 * time.Millisecond})
 	if err != nil {
 		return result{}, err
