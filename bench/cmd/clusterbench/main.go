@@ -55,7 +55,15 @@ func main() {
 	ahead := flag.Int("ahead", 320, "moving users: operations handed to connections and not yet answered, across all (bench/loadgen Config.Ahead; 0: unbounded)")
 	rate := flag.Float64("rate", 0, "moving users: send the operations open loop at this many per second, the same offered load for both systems (0: closed loop, each as fast as it goes)")
 	flag.StringVar(&nodeFlags, "node-flags", "", "more broker flags for the cluster's nodes, space-separated (e.g. \"--shard-depth 3\")")
+	idleFor := flag.Duration("idle", 0, "instead of a workload, measure three idle nodes' CPU over this long, after 20 s to settle")
 	flag.Parse()
+	if *idleFor > 0 {
+		if err := idle(*bin, *idleFor, 20*time.Second, *keep); err != nil {
+			fmt.Fprintln(os.Stderr, "clusterbench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var measureOn func([]*procs.Node) (result, error)
 	switch *kind {
 	case "cells":

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/seed84792017/cellcast/bench/procs"
+)
+
+// idle measures what three idle nodes cost: raft heartbeats, lease
+// renewals and probes. It starts the cluster, lets its shards settle for
+// settle, and reads the nodes' CPU over d.
+func idle(bin string, d, settle time.Duration, keep bool) error {
+	dir, done, err := procs.WorkDir("clusterbench", keep)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if bin, err = procs.Broker(bin, dir); err != nil {
+		return err
+	}
+	c, err := procs.StartCluster(bin, filepath.Join(dir, "cluster"), 3, strings.Fields(nodeFlags)...)
+	if err != nil {
+		return err
+	}
+	defer c.Stop()
+	time.Sleep(settle)
+	cpu0, err := cpuTotal(c.Nodes)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	time.Sleep(d)
+	cpu1, err := cpuTotal(c.Nodes)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("three idle nodes: %.3f CPU-s per second over %v\n", (cpu1-cpu0)/time.Since(start).Seconds(), d)
+	return nil
+}
