@@ -13,14 +13,11 @@ import (
 // renewals and probes. It starts the cluster, lets its shards settle for
 // settle, and reads the nodes' CPU over d.
 func idle(bin string, d, settle time.Duration, keep bool) error {
-	dir, done, err := procs.WorkDir("clusterbench", keep)
+	dir, bin, done, err := prepare(bin, keep)
 	if err != nil {
 		return err
 	}
 	defer done()
-	if bin, err = procs.Broker(bin, dir); err != nil {
-		return err
-	}
 	c, err := procs.StartCluster(bin, filepath.Join(dir, "cluster"), 3, strings.Fields(nodeFlags)...)
 	if err != nil {
 		return err

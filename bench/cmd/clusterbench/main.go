@@ -139,15 +139,25 @@ type result struct {
 	elections    int64              // stream leader elections during the run
 }
 
+// prepare makes the run's directory and builds the broker there unless
+// bin names one; done removes the directory unless keep.
+func prepare(bin string, keep bool) (dir, broker string, done func(), err error) {
+	if dir, done, err = procs.WorkDir("clusterbench", keep); err != nil {
+		return "", "", nil, err
+	}
+	if broker, err = procs.Broker(bin, dir); err != nil {
+		done()
+		return "", "", nil, err
+	}
+	return dir, broker, done, nil
+}
+
 func run(bin string, measure func([]*procs.Node) (result, error), keep bool) error {
-	dir, done, err := procs.WorkDir("clusterbench", keep)
+	dir, bin, done, err := prepare(bin, keep)
 	if err != nil {
 		return err
 	}
 	defer done()
-	if bin, err = procs.Broker(bin, dir); err != nil {
-		return err
-	}
 	// The per-connection rate limit (2,000 requests/s by default) would
 	// refuse the closed loop of a fast node: this prices the path, not
 	// admission.
