@@ -6,6 +6,10 @@
 // describes: per-user NATS permissions on the embedded server (natsauth.go),
 // TLS, HTTP timeouts and a connection cap (listen.go), the refusal to run
 // open beyond loopback (security.go) and token reload on SIGHUP
-// (reload.go). cmd/broker turns flags and environment into a
-// Config and calls Run.
+// (reload.go). As a cluster node it embeds a clustered nats-server with
+// JetStream (cluster.go) whose raft timing it sets (election.go). cmd/broker
+// turns flags and environment into a Config and calls Run.
+//
+// Locks: the accept limiter's mu (accept.go) and raftTiming's
+// (election.go) are each taken alone, never one inside the other.
 package broker

@@ -37,27 +37,27 @@ const MinElectionTimeout = 500 * time.Millisecond
 // with, once one has started; nats-server keeps it process-wide.
 var raftTiming struct {
 	sync.Mutex
-	min time.Duration
+	timeout time.Duration
 }
 
 // setRaftTiming gives the embedded NATS servers of this process an
-// election timeout between min and 2*min, and a heartbeat every min/4
-// (nats-server's own ratio: 4-9 s and 1 s). It must run before the first
-// clustered server starts: raft reads the variables without a lock. A
-// second call must ask for the same timing.
-func setRaftTiming(min time.Duration) error {
-	if min < MinElectionTimeout {
-		return fmt.Errorf("election timeout %v: at least %v", min, MinElectionTimeout)
+// election timeout between timeout and twice it, and a heartbeat every
+// quarter of it (about nats-server's own ratio: 4-9 s and 1 s). It must
+// run before the first clustered server starts: raft reads the variables
+// without a lock. A second call must ask for the same timing.
+func setRaftTiming(timeout time.Duration) error {
+	if timeout < MinElectionTimeout {
+		return fmt.Errorf("election timeout %v: at least %v", timeout, MinElectionTimeout)
 	}
 	raftTiming.Lock()
 	defer raftTiming.Unlock()
-	if raftTiming.min != 0 {
-		if raftTiming.min != min {
-			return fmt.Errorf("election timeout %v: this process's NATS servers already run with %v, and nats-server keeps it process-wide", min, raftTiming.min)
+	if raftTiming.timeout != 0 {
+		if raftTiming.timeout != timeout {
+			return fmt.Errorf("election timeout %v: this process's NATS servers already run with %v, and nats-server keeps it process-wide", timeout, raftTiming.timeout)
 		}
 		return nil
 	}
-	natsMinElection, natsMaxElection, natsHeartbeat = min, 2*min, min/4
-	raftTiming.min = min
+	natsMinElection, natsMaxElection, natsHeartbeat = timeout, 2*timeout, timeout/4
+	raftTiming.timeout = timeout
 	return nil
 }

@@ -81,7 +81,9 @@ func main() {
 			loop = fmt.Sprintf("open loop at %.0f per second", *rate)
 		}
 		fmt.Printf("moving users: 10000 users, %d operations, 3 subscriptions per publication, %s\n", *ops, loop)
-		measureOn = func(nodes []*procs.Node) (result, error) { return measureMoving(nodes, w, *seed, *ahead, *rate == 0, *toOwner) }
+		measureOn = func(nodes []*procs.Node) (result, error) {
+			return measureMoving(nodes, w, *seed, *ahead, *rate == 0, *toOwner)
+		}
 	default:
 		fmt.Fprintf(os.Stderr, "clusterbench: -workload %q: use cells or moving\n", *kind)
 		os.Exit(2)

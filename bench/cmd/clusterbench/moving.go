@@ -33,12 +33,13 @@ func movingUsers(ops int, seed int64, life time.Duration, rate float64) ([]workl
 
 // measureMoving runs ops through bench/loadgen (16 subscriber and 4
 // publisher connections spread over the nodes, 16 in flight each), closed
-// loop or at the operations' times, and checks its oracle. A delivery is a live notification or a past
-// result. ahead keeps the connections within that many operations of the
-// workload's order, so the split between the two follows the workload for
-// both systems; unbounded (0), it follows the timing: a system whose
-// subscribes are slower than its publishes answers more of them as
-// (cheaper) past results.
+// loop or at the operations' times, and checks its oracle. A delivery is
+// a live notification or a past result. In a closed loop, ahead keeps
+// the connections within that many operations of the workload's order, so
+// the split between the two follows the workload for both systems;
+// unbounded (0), it follows the timing: a system whose subscribes are
+// slower than its publishes answers more of them as (cheaper) past
+// results.
 func measureMoving(nodes []*procs.Node, ops []workload.Op, seed int64, ahead int, closed, toOwner bool) (result, error) {
 	var urls []string
 	for _, n := range nodes {
