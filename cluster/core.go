@@ -29,18 +29,28 @@ func (n *Node) Subscribe(ctx context.Context, req *subscriptions.SubscribeReques
 	}
 	h := n.h
 	id := h.next.Add(1)
-	_, err := h.call(ctx, shard, &request{Op: opSubscribe, Holder: n.cfg.ID, Sub: req, Route: id}, func(r *reply) {
-		if r.Err != nil || r.SubR == nil {
+	// The route opens on the inbox goroutine, before any later
+	// notification is read, but holds them until the client has its
+	// answer: answering on the caller's goroutine lets the gateway wait
+	// for the connection's earlier replies without stopping the inbox.
+	rep, err := h.call(ctx, shard, &request{Op: opSubscribe, Holder: n.cfg.ID, Sub: req, Route: id}, func(r *reply) {
+		if r.Err != nil || r.SubR == nil || !r.SubR.Stored || sink == nil {
 			return
 		}
-		if r.SubR.Stored && sink != nil {
-			h.mu.Lock()
-			h.put(&route{id: id, sid: r.Sid, uid: req.Uid, shard: shard, node: r.Node, sink: sink})
-			h.mu.Unlock()
-		}
-		answer(r.SubR, r.Sid)
+		h.mu.Lock()
+		h.put(&route{id: id, sid: r.Sid, uid: req.Uid, shard: shard, node: r.Node, sink: sink, state: opening})
+		h.mu.Unlock()
 	})
-	return err
+	if err != nil {
+		h.abandon(id)
+		return err
+	}
+	if rep.SubR == nil {
+		return fmt.Errorf("%w: a subscribe's reply without its result", service.ErrUnavailable)
+	}
+	answer(rep.SubR, rep.Sid)
+	h.open(id)
+	return nil
 }
 
 // Publish stores the publication in every shard its cell reaches and
@@ -57,14 +67,34 @@ func (n *Node) Publish(ctx context.Context, req *subscriptions.PublishRequest, a
 			}
 		}
 	}
+	if len(targets) == 1 {
+		r, err := n.h.call(ctx, targets[0], &request{Op: opPublish, Holder: n.cfg.ID, Pub: req}, nil)
+		if err != nil {
+			return err
+		}
+		res := r.PubR
+		res.Matches = make([]subscriptions.Matched, r.Match) // the gateway reports how many
+		answer(res)
+		return nil
+	}
 	replies := make([]*reply, len(targets))
 	errs := make([]error, len(targets))
+	// The publication has taken its place once every shard has it.
+	var sent sync.WaitGroup
+	sent.Add(len(targets))
+	go func() {
+		sent.Wait()
+		subscriptions.Stamped(ctx)
+	}()
 	var wg sync.WaitGroup
 	for i, s := range targets {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			replies[i], errs[i] = n.h.call(ctx, s, &request{Op: opPublish, Holder: n.cfg.ID, Pub: req}, nil)
+			var once sync.Once
+			mark := func() { once.Do(sent.Done) }
+			defer mark() // a call that failed to send
+			replies[i], errs[i] = n.h.call(subscriptions.WithStamped(ctx, mark), s, &request{Op: opPublish, Holder: n.cfg.ID, Pub: req}, nil)
 		}()
 	}
 	wg.Wait()
@@ -126,7 +156,7 @@ func (n *Node) Resume(ctx context.Context, sid string, after int64, owner string
 	h := n.h
 	var moved *route
 	id := h.next.Add(1)
-	_, err = h.call(ctx, shard, &request{Op: opResume, Holder: n.cfg.ID, Sid: sid, After: after, Owner: owner, Route: id}, func(r *reply) {
+	rep, err := h.call(ctx, shard, &request{Op: opResume, Holder: n.cfg.ID, Sid: sid, After: after, Owner: owner, Route: id}, func(r *reply) {
 		if r.Err != nil || r.Rep == nil {
 			return
 		}
@@ -134,11 +164,8 @@ func (n *Node) Resume(ctx context.Context, sid string, after int64, owner string
 		if old := h.routes[sid]; old != nil && old.sink != sink {
 			moved = old
 		}
-		h.put(&route{id: id, sid: sid, uid: r.Rep.Sub.Uid, shard: shard, node: r.Node, sink: sink, last: after})
+		h.put(&route{id: id, sid: sid, uid: r.Rep.Sub.Uid, shard: shard, node: r.Node, sink: sink, last: after, state: opening})
 		h.mu.Unlock()
-		res := *r.Rep
-		res.Pubs = make([]subscriptions.Publication, r.N) // they follow as notifications
-		answer(&res)
 	})
 	if moved != nil {
 		moved.sink.Lost(sid)
@@ -146,7 +173,18 @@ func (n *Node) Resume(ctx context.Context, sid string, after int64, owner string
 			e.Ended(delivery.End{Sid: sid, Uid: moved.uid, Why: delivery.EndMoved, Last: moved.last})
 		}
 	}
-	return err
+	if err != nil {
+		h.abandon(id)
+		return err
+	}
+	if rep.Rep == nil {
+		return fmt.Errorf("%w: a resume's reply without its result", service.ErrUnavailable)
+	}
+	res := *rep.Rep
+	res.Pubs = make([]subscriptions.Publication, rep.N) // they follow as notifications
+	answer(&res)
+	h.open(id)
+	return nil
 }
 
 // CatchUp resumes the subscriptions of sink that lag: their owners

@@ -23,7 +23,12 @@ const (
 	resuming // a resume is on its way to the shard's owner
 	lagging  // the sink refused a notification: CatchUp resumes it
 	orphan   // the shard has no owner now: resumed when it has one
+	opening  // the caller has not answered the client yet: held (open)
 )
+
+// maxHeld bounds the notifications an opening route holds; past it the
+// route resumes once open, and its owner replays the rest.
+var maxHeld = 4096
 
 // route is, on the node holding a subscriber, where one of its
 // subscriptions is served and what the subscriber last got.
@@ -34,6 +39,10 @@ type route struct {
 	sink            delivery.Sink
 	last            int64 // the last sequence number handed to sink
 	state           int
+	// While opening: what arrived for the route, in order.
+	held     []notification
+	overflow bool       // more arrived than maxHeld
+	ended    *lostRoute // its owner ended it
 }
 
 // call is a request waiting for its reply.
@@ -157,6 +166,10 @@ func (h *holder) call(ctx context.Context, shard string, req *request, onReply f
 			h.forget(id)
 			return nil, fmt.Errorf("%w: %w", service.ErrUnavailable, err)
 		}
+		// The shard's owner runs requests in the order they reach it,
+		// and this node's requests to it leave in order: the client's
+		// next request may start (gateway pipelining).
+		subscriptions.Stamped(ctx)
 		select {
 		case r := <-c.done:
 			if r != nil {
@@ -202,6 +215,20 @@ func (h *holder) notify(w *notification) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	r := h.byID[w.Route]
+	if r != nil && r.state == opening {
+		if len(r.held) < maxHeld {
+			r.held = append(r.held, *w)
+		} else {
+			r.overflow = true
+		}
+		return
+	}
+	h.pass(r, w)
+}
+
+// pass hands w to r's sink unless r is not live or w is a repeat. h.mu
+// is held.
+func (h *holder) pass(r *route, w *notification) {
 	if r == nil || r.state != live || w.Seq <= r.last {
 		return
 	}
@@ -221,12 +248,72 @@ func (h *holder) lost(l *lostRoute) {
 		h.mu.Unlock()
 		return
 	}
+	if r.state == opening {
+		r.ended = l
+		h.mu.Unlock()
+		return
+	}
 	h.drop(l.Sid)
 	h.mu.Unlock()
+	h.end(r, l)
+}
+
+// end tells r's sink that its owner ended it.
+func (h *holder) end(r *route, l *lostRoute) {
 	r.sink.Lost(l.Sid)
 	if e, ok := r.sink.(delivery.Ender); ok {
 		e.Ended(delivery.End{Sid: l.Sid, Uid: l.Uid, Why: l.Why, Last: r.last})
 	}
+}
+
+// open makes route id live once its caller has answered the client:
+// what it held goes to the sink first, in order. A route that held too
+// much resumes from what it passed on; one whose shard moved meanwhile
+// resumes at the new owner.
+func (h *holder) open(id uint64) {
+	h.mu.Lock()
+	r := h.byID[id]
+	if r == nil || r.state != opening {
+		h.mu.Unlock()
+		return
+	}
+	r.state = live
+	held := r.held
+	r.held = nil
+	for i := range held {
+		h.pass(r, &held[i])
+	}
+	if l := r.ended; l != nil && !r.overflow {
+		r.ended = nil
+		h.drop(r.sid)
+		h.mu.Unlock()
+		h.end(r, l)
+		return
+	}
+	r.ended = nil // with an overflow: the resume finds it ended
+	again := r.state == live && (r.overflow || (h.owner[r.shard] != "" && h.owner[r.shard] != r.node))
+	r.overflow = false
+	if again {
+		r.state = resuming
+	}
+	h.mu.Unlock()
+	if again {
+		go h.resume(r)
+	}
+}
+
+// abandon forgets route id if it is still opening, and tells its owner
+// to stop routing it: the caller gave up just as the reply came.
+func (h *holder) abandon(id uint64) {
+	h.mu.Lock()
+	r := h.byID[id]
+	if r == nil || r.state != opening {
+		h.mu.Unlock()
+		return
+	}
+	h.drop(r.sid)
+	h.mu.Unlock()
+	h.send(r.shard, &request{Op: opDetach, Holder: h.n.cfg.ID, Sids: []string{r.sid}}, "")
 }
 
 // owners learns who owns each shard, and resumes at its new owner every

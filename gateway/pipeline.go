@@ -13,11 +13,13 @@ const pipelineDepth = 32
 
 // pipeline runs a WebSocket connection's requests several at a time and
 // still in order. Request N+1 starts once N has taken its stamp (the
-// store calls subscriptions.Stamped) or has finished, so the stamps keep
-// the order the client sent; each reply waits until the one before has
-// left, so the replies keep it too. What overlaps is the wait for the
-// disk: with every reply behind an fsynced WAL, a connection that sends
-// 32 requests at once shares one fsync among them instead of paying 32.
+// store calls subscriptions.Stamped; a cluster node calls it once the
+// request has left for its shard's owner, which runs them in the order
+// they come) or has finished, so the stamps keep the order the client
+// sent; each reply waits until the one before has left, so the replies
+// keep it too. What overlaps is the wait for the disk or the replicated
+// log: a connection that sends 32 requests at once shares one fsync, or
+// one log append, among them instead of paying 32.
 //
 // Only the reader goroutine calls run.
 type pipeline struct {
