@@ -125,6 +125,9 @@ func TestHeldOverflowResumes(t *testing.T) {
 			}
 		}
 	}
+	if cell.ID == nil {
+		t.Fatalf("holder owns %v: want a shard of another node", holder.Owned())
+	}
 	k := newSink()
 	sid, early := pipelined(t, holder, k, cell, 5, time.Hour, 0)
 	if early != 0 {
