@@ -67,37 +67,14 @@ func (n *Node) Publish(ctx context.Context, req *subscriptions.PublishRequest, a
 			}
 		}
 	}
-	if len(targets) == 1 {
-		r, err := n.h.call(ctx, targets[0], &request{Op: opPublish, Holder: n.cfg.ID, Pub: req}, nil)
-		if err != nil {
-			return err
-		}
-		res := r.PubR
-		res.Matches = make([]subscriptions.Matched, r.Match) // the gateway reports how many
-		answer(res)
-		return nil
-	}
 	replies := make([]*reply, len(targets))
 	errs := make([]error, len(targets))
-	// The publication has taken its place once every shard has it.
-	var sent sync.WaitGroup
-	sent.Add(len(targets))
-	go func() {
-		sent.Wait()
-		subscriptions.Stamped(ctx)
-	}()
-	var wg sync.WaitGroup
-	for i, s := range targets {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var once sync.Once
-			mark := func() { once.Do(sent.Done) }
-			defer mark() // a call that failed to send
-			replies[i], errs[i] = n.h.call(subscriptions.WithStamped(ctx, mark), s, &request{Op: opPublish, Holder: n.cfg.ID, Pub: req}, nil)
-		}()
+	pub := &request{Op: opPublish, Holder: n.cfg.ID, Pub: req}
+	if len(targets) == 1 {
+		replies[0], errs[0] = n.h.call(ctx, targets[0], pub, nil)
+	} else {
+		n.publishAll(ctx, targets, pub, replies, errs)
 	}
-	wg.Wait()
 	matched := 0
 	for i, err := range errs {
 		if err != nil {
@@ -112,6 +89,29 @@ func (n *Node) Publish(ctx context.Context, req *subscriptions.PublishRequest, a
 	res.Matches = make([]subscriptions.Matched, matched) // the gateway reports how many
 	answer(res)
 	return nil
+}
+
+// publishAll sends pub to every target shard at once. The publication has
+// taken its place once every shard has it.
+func (n *Node) publishAll(ctx context.Context, targets []string, pub *request, replies []*reply, errs []error) {
+	var sent sync.WaitGroup
+	sent.Add(len(targets))
+	go func() {
+		sent.Wait()
+		subscriptions.Stamped(ctx)
+	}()
+	var wg sync.WaitGroup
+	for i, s := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var once sync.Once
+			mark := func() { once.Do(sent.Done) }
+			defer mark() // a call that failed to send
+			replies[i], errs[i] = n.h.call(subscriptions.WithStamped(ctx, mark), s, pub, nil)
+		}()
+	}
+	wg.Wait()
 }
 
 // Unsubscribe cancels owner's subscription sid at its shard.
