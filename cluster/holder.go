@@ -93,7 +93,8 @@ func (h *holder) receive(m *nats.Msg) {
 	kind := strings.TrimPrefix(m.Subject, nodeSubject+h.n.cfg.ID+".")
 	switch {
 	case kind == "n":
-		if err := decodeNotes(m.Data, h.notify, h.lost); err != nil {
+		err := readBatch(m.Data, batchReader{note: h.notify, ended: h.lost, replied: func(call string, data []byte) { h.replied(call, data, false) }})
+		if err != nil {
 			h.n.log.Error("cluster: a damaged notification batch", "err", err)
 		}
 	case strings.HasPrefix(kind, "r."):

@@ -24,6 +24,9 @@ type sender interface {
 	ended(*lostRoute)
 	// reply sends an answer after everything sent before it.
 	reply(subject string, r *reply) error
+	// cork holds what comes until uncork, which sends it together.
+	cork()
+	uncork()
 	close()
 }
 
@@ -37,6 +40,7 @@ type localBox struct {
 	mu     sync.Mutex
 	items  []localItem
 	closed bool
+	corks  int
 }
 
 // localItem is one of a notification, an ended route or a reply.
@@ -81,10 +85,33 @@ func (b *localBox) push(it localItem) {
 		return // the node is closing, as with a NATS connection closed
 	}
 	b.items = append(b.items, it)
+	if b.corks == 0 {
+		b.wake()
+	}
 	b.mu.Unlock()
+}
+
+// wake runs the hand-over; b.mu is held, so that close cannot come
+// between.
+func (b *localBox) wake() {
 	select {
 	case b.kick <- struct{}{}:
 	default:
+	}
+}
+
+func (b *localBox) cork() {
+	b.mu.Lock()
+	b.corks++
+	b.mu.Unlock()
+}
+
+func (b *localBox) uncork() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.corks--
+	if b.corks == 0 && len(b.items) > 0 && !b.closed {
+		b.wake()
 	}
 }
 

@@ -3,6 +3,7 @@ package cluster
 import (
 	"encoding/binary"
 	"encoding/json"
+	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go"
@@ -13,17 +14,22 @@ import (
 )
 
 // outbox is, on a shard owner, everything bound for one holding node:
-// notifications and ended routes go out in batches (one NATS message for
-// many notifications, each publication's record once per batch), replies
-// at once, all in the order they were made.
+// notifications, ended routes and replies go out in batches (one NATS
+// message for many, each publication's record once per batch), in the
+// order they were made. An owner answers a log append's operations
+// together with the outboxes corked, so that its replies to one node
+// share a message: a message costs far more than its bytes here
+// (docs/cluster.md, "What NATS costs here").
 type outbox struct {
 	nc      *nats.Conn
 	subject string // the holder's ".n"
+	replies string // the holder's reply subjects: + ".r.<call>"
 	sent    *counters
 	kick    chan struct{}
 
 	mu     sync.Mutex
 	closed bool
+	corks  int // while above 0 nothing wakes the sender
 	batch
 }
 
@@ -63,18 +69,25 @@ func (b *batch) ended(l *lostRoute) {
 	b.buf = appendBytes(b.buf, j)
 }
 
+func (b *batch) reply(call string, data []byte) {
+	b.buf = append(b.buf, batchReply)
+	b.buf = appendBytes(b.buf, []byte(call))
+	b.buf = appendBytes(b.buf, data)
+}
+
 // Batch entries.
 const (
 	batchPub   = 'P' // a publication: its record and its rendering
 	batchNote  = 'N' // a notification of a publication earlier in the batch
 	batchEnded = 'E' // a route that ended: JSON lostRoute
+	batchReply = 'R' // the reply to a call: its id and the encoded reply
 )
 
 // maxBatch bounds a batch's bytes (NATS payloads are limited).
 const maxBatch = 512 << 10
 
 func newOutbox(nc *nats.Conn, holder string, sent *counters) *outbox {
-	b := &outbox{nc: nc, subject: nodeSubject + holder + ".n", sent: sent, kick: make(chan struct{}, 1)}
+	b := &outbox{nc: nc, subject: nodeSubject + holder + ".n", replies: nodeSubject + holder + ".r.", sent: sent, kick: make(chan struct{}, 1)}
 	go b.run()
 	return b
 }
@@ -97,11 +110,32 @@ func (b *outbox) flush() {
 	b.reset()
 }
 
-// wake runs the sender; b.mu is held, so that close cannot come between.
+// wake runs the sender unless corked; b.mu is held, so that close cannot
+// come between.
 func (b *outbox) wake() {
+	if b.corks > 0 {
+		return
+	}
 	select {
 	case b.kick <- struct{}{}:
 	default:
+	}
+}
+
+// cork holds what is queued until uncork, so that what comes meanwhile
+// leaves in one message.
+func (b *outbox) cork() {
+	b.mu.Lock()
+	b.corks++
+	b.mu.Unlock()
+}
+
+func (b *outbox) uncork() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.corks--
+	if len(b.buf) > 0 && !b.closed {
+		b.wake()
 	}
 }
 
@@ -129,15 +163,29 @@ func (b *outbox) ended(l *lostRoute) {
 	b.wake()
 }
 
-// reply sends what is batched, then the reply: the holder sees every
-// notification made before the reply first.
+// reply queues r after everything queued before it, so the holder sees
+// every notification made before the reply first. A reply to a subject
+// other than the holder's own goes alone, after the batch.
 func (b *outbox) reply(subject string, r *reply) error {
 	data := encodeReply(r)
+	call, ok := strings.CutPrefix(subject, b.replies)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.flush()
-	b.sent.replies.Add(1)
-	return b.nc.Publish(subject, data)
+	if b.closed {
+		return nil // the node is closing
+	}
+	if !ok {
+		b.flush()
+		b.sent.replies.Add(1)
+		return b.nc.Publish(subject, data)
+	}
+	if len(b.buf)+len(data) > maxBatch {
+		b.flush() // a large reply goes alone, as it would have
+	}
+	b.batch.reply(call, data)
+	b.sent.batchedReplies.Add(1)
+	b.wake()
+	return nil
 }
 
 func (b *outbox) close() {
@@ -150,6 +198,26 @@ func (b *outbox) close() {
 func appendBytes(b, x []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(len(x)))
 	return append(b, x...)
+}
+
+// cork corks every outbox, so that what the caller sends until it
+// uncorks them leaves in one message per holding node; uncork with what
+// it returns.
+func (n *Node) cork() []sender {
+	n.outMu.Lock()
+	defer n.outMu.Unlock()
+	corked := make([]sender, 0, len(n.outboxes))
+	for _, b := range n.outboxes {
+		b.cork()
+		corked = append(corked, b)
+	}
+	return corked
+}
+
+func uncork(corked []sender) {
+	for _, b := range corked {
+		b.uncork()
+	}
 }
 
 // outbox returns the queue of what goes to node holder: this node's

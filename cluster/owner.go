@@ -251,9 +251,11 @@ func (o *owner) loop() {
 				err = fmt.Errorf("%w: %w", service.ErrUnavailable, err)
 			}
 		}
+		corked := o.n.cork() // the batch's answers to one node in one message
 		for _, f := range finish {
 			f(err)
 		}
+		uncork(corked)
 		if errors.Is(err, errFenced) {
 			go o.n.lose(o.name) // which waits for this loop to end
 			return

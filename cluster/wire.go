@@ -112,10 +112,16 @@ func encodeNote(b []byte, route uint64, n *delivery.Notification, pub uint64) []
 
 var errShort = errors.New("cluster: damaged notification batch")
 
-// decodeNotes reads an outbox's batch, calling note for each
-// notification and ended for each ended route, in order. note's argument
-// is decodeNotes's again once note returns.
-func decodeNotes(b []byte, note func(*notification), ended func(*lostRoute)) error {
+// batchReader is what an outbox's batch is read into, entry by entry.
+type batchReader struct {
+	// note's argument is readBatch's again once note returns.
+	note    func(*notification)
+	ended   func(*lostRoute)
+	replied func(call string, data []byte)
+}
+
+// readBatch reads an outbox's batch into r, in order.
+func readBatch(b []byte, r batchReader) error {
 	var (
 		pubs []notification // the publications, by index, with their renderings
 		nt   notification
@@ -141,7 +147,7 @@ func decodeNotes(b []byte, note func(*notification), ended func(*lostRoute)) err
 				return errShort
 			}
 			nt = notification{Route: route, Seq: seq, Replayed: replayed, Pub: pubs[i].Pub, Body: pubs[i].Body}
-			note(&nt)
+			r.note(&nt)
 		case batchEnded:
 			j := w.bytes()
 			if w.bad {
@@ -151,7 +157,13 @@ func decodeNotes(b []byte, note func(*notification), ended func(*lostRoute)) err
 			if err := json.Unmarshal(j, &l); err != nil {
 				return fmt.Errorf("cluster: notification batch: %w", err)
 			}
-			ended(&l)
+			r.ended(&l)
+		case batchReply:
+			call, data := w.bytes(), w.bytes()
+			if w.bad {
+				return errShort
+			}
+			r.replied(string(call), data)
 		default:
 			return fmt.Errorf("cluster: notification batch: entry kind %d", kind)
 		}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"fmt"
 	"strconv"
 	"testing"
 
@@ -18,17 +19,27 @@ func TestBatchRoundTrip(t *testing.T) {
 	b.note(1<<40, &delivery.Notification{Sid: "x-1.4", Uid: "bob", Seq: 12, Prev: 3, Pub: p, Body: []byte(`{"pid":"p"}`), Replayed: true})
 	b.note(7, &delivery.Notification{Sid: "y-1", Uid: "cy", Seq: 5, Pub: q, Body: []byte(`{"pid":"q"}`)})
 	b.ended(&lostRoute{Sid: "z-2", Why: delivery.EndWindow, Last: 9, Node: "n1"})
+	b.reply("3f", encodeReply(&reply{Sid: "z-1", Match: 4}))
 	b.note(9, &delivery.Notification{Sid: "z-1", Uid: "di", Seq: 6, Prev: 5, Pub: p, Body: []byte(`{"pid":"p"}`)})
 	var got []notification
 	var ends []*lostRoute
 	var order []string
-	err := decodeNotes(b.buf, func(n *notification) { got = append(got, *n); order = append(order, strconv.FormatUint(n.Route, 10)) },
-		func(l *lostRoute) { ends = append(ends, l); order = append(order, "end "+l.Sid) })
+	err := readBatch(b.buf, batchReader{
+		note:  func(n *notification) { got = append(got, *n); order = append(order, strconv.FormatUint(n.Route, 10)) },
+		ended: func(l *lostRoute) { ends = append(ends, l); order = append(order, "end "+l.Sid) },
+		replied: func(call string, data []byte) {
+			r, err := decodeReply(data)
+			if err != nil || r.Sid != "z-1" || r.Match != 4 {
+				t.Fatalf("reply %+v: %v", r, err)
+			}
+			order = append(order, "reply "+call)
+		},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 3 || len(ends) != 1 || order[2] != "end z-2" || order[3] != "9" {
-		t.Fatalf("order %v", order)
+	if want := "[1099511627776 7 end z-2 reply 3f 9]"; fmt.Sprint(order) != want {
+		t.Fatalf("order %v, want %s", order, want)
 	}
 	a := got[0]
 	if a.Route != 1<<40 || a.Seq != 12 || !a.Replayed || !bytes.Equal(a.Body, []byte(`{"pid":"p"}`)) ||
@@ -51,13 +62,19 @@ func FuzzNotes(f *testing.F) {
 	p := &subscriptions.Publication{Uid: "a", Cell: subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{2}}, Tp: 5, Tmax: 9}
 	b.note(3, &delivery.Notification{Sid: "s", Uid: "u", Seq: 1, Pub: p, Body: []byte("{}")})
 	b.ended(&lostRoute{Sid: "s"})
+	b.reply("a", encodeReply(&reply{Sid: "s"}))
 	f.Add(b.buf)
 	f.Add([]byte{batchNote, 0})
+	f.Add([]byte{batchReply, 1, 'a', 5})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		decodeNotes(data, func(n *notification) {
-			if n == nil {
-				t.Fatal("nil notification")
-			}
-		}, func(*lostRoute) {})
+		readBatch(data, batchReader{
+			note: func(n *notification) {
+				if n == nil {
+					t.Fatal("nil notification")
+				}
+			},
+			ended:   func(*lostRoute) {},
+			replied: func(_ string, data []byte) { decodeReply(data) },
+		})
 	})
 }
