@@ -45,7 +45,8 @@ type localBox struct {
 
 // localItem is one of a notification, an ended route or a reply.
 type localItem struct {
-	note    *notification
+	isNote  bool
+	note    notification
 	ended   *lostRoute
 	subject string
 	reply   *reply
@@ -58,22 +59,37 @@ func newLocalBox(h *holder) *localBox {
 }
 
 func (b *localBox) run() {
-	var items []localItem
+	var (
+		items []localItem
+		run   []notification // consecutive notifications, passed on together
+	)
 	for range b.kick {
 		b.mu.Lock()
 		items, b.items = b.items, items[:0]
 		b.mu.Unlock()
 		for i := range items {
 			it := &items[i]
-			switch {
-			case it.note != nil:
-				b.h.notify(it.note)
-			case it.ended != nil:
+			if it.isNote {
+				run = append(run, it.note)
+				*it = localItem{}
+				continue
+			}
+			if len(run) > 0 {
+				b.h.notify(run)
+				clear(run)
+				run = run[:0]
+			}
+			if it.ended != nil {
 				b.h.lost(it.ended)
-			default:
+			} else {
 				b.h.answered(strings.TrimPrefix(it.subject, b.replies), it.reply)
 			}
 			*it = localItem{}
+		}
+		if len(run) > 0 {
+			b.h.notify(run)
+			clear(run)
+			run = run[:0]
 		}
 	}
 }
@@ -116,7 +132,7 @@ func (b *localBox) uncork() {
 }
 
 func (b *localBox) notify(route uint64, n *delivery.Notification) {
-	b.push(localItem{note: &notification{Route: route, Seq: n.Seq, Replayed: n.Replayed, Pub: n.Pub, Body: n.Body}})
+	b.push(localItem{isNote: true, note: notification{Route: route, Seq: n.Seq, Replayed: n.Replayed, Pub: n.Pub, Body: n.Body}})
 }
 
 func (b *localBox) ended(l *lostRoute) { b.push(localItem{ended: l}) }

@@ -47,7 +47,11 @@ func TestOutboxRepliesRideBatches(t *testing.T) {
 	read := func(m *nats.Msg) []string {
 		var got []string
 		err := readBatch(m.Data, batchReader{
-			note:  func(n *notification) { got = append(got, fmt.Sprintf("note %d %s", n.Route, n.Pub.Desc)) },
+			notes: func(ns []notification) {
+				for _, n := range ns {
+					got = append(got, fmt.Sprintf("note %d %s", n.Route, n.Pub.Desc))
+				}
+			},
 			ended: func(l *lostRoute) { got = append(got, "ended "+l.Sid) },
 			replied: func(call string, data []byte) {
 				r, err := decodeReply(data)

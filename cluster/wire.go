@@ -115,17 +115,34 @@ var errShort = errors.New("cluster: damaged notification batch")
 // batchReader is what an outbox's batch is read into, entry by entry.
 type batchReader struct {
 	// note's argument is readBatch's again once note returns.
-	note    func(*notification)
+	// notes gets each run of notifications between other entries, so
+	// that the holder takes its lock once a run; the slice is
+	// readBatch's again once notes returns.
+	notes   func([]notification)
 	ended   func(*lostRoute)
 	replied func(call string, data []byte)
 }
 
-// readBatch reads an outbox's batch into r, in order.
+// readBatch reads an outbox's batch into r, in order. A damaged batch is
+// an error; what came before the damage has been read.
 func readBatch(b []byte, r batchReader) error {
-	var (
-		pubs []notification // the publications, by index, with their renderings
-		nt   notification
-	)
+	var run []notification
+	err := readEntries(b, r, &run)
+	if len(run) > 0 {
+		r.notes(run)
+	}
+	return err
+}
+
+// readEntries is readBatch gathering notifications in run.
+func readEntries(b []byte, r batchReader, run *[]notification) error {
+	var pubs []notification // the publications, by index, with their renderings
+	flush := func() {
+		if len(*run) > 0 {
+			r.notes(*run)
+			*run = (*run)[:0]
+		}
+	}
 	w := wireReader{b: b}
 	for len(w.b) > 0 {
 		switch kind := w.byte(); kind {
@@ -146,8 +163,7 @@ func readBatch(b []byte, r batchReader) error {
 			if w.bad || i >= uint64(len(pubs)) {
 				return errShort
 			}
-			nt = notification{Route: route, Seq: seq, Replayed: replayed, Pub: pubs[i].Pub, Body: pubs[i].Body}
-			r.note(&nt)
+			*run = append(*run, notification{Route: route, Seq: seq, Replayed: replayed, Pub: pubs[i].Pub, Body: pubs[i].Body})
 		case batchEnded:
 			j := w.bytes()
 			if w.bad {
@@ -157,12 +173,14 @@ func readBatch(b []byte, r batchReader) error {
 			if err := json.Unmarshal(j, &l); err != nil {
 				return fmt.Errorf("cluster: notification batch: %w", err)
 			}
+			flush()
 			r.ended(&l)
 		case batchReply:
 			call, data := w.bytes(), w.bytes()
 			if w.bad {
 				return errShort
 			}
+			flush()
 			r.replied(string(call), data)
 		default:
 			return fmt.Errorf("cluster: notification batch: entry kind %d", kind)

@@ -25,7 +25,12 @@ func TestBatchRoundTrip(t *testing.T) {
 	var ends []*lostRoute
 	var order []string
 	err := readBatch(b.buf, batchReader{
-		note:  func(n *notification) { got = append(got, *n); order = append(order, strconv.FormatUint(n.Route, 10)) },
+		notes: func(ns []notification) {
+			for _, n := range ns {
+				got = append(got, n)
+				order = append(order, strconv.FormatUint(n.Route, 10))
+			}
+		},
 		ended: func(l *lostRoute) { ends = append(ends, l); order = append(order, "end "+l.Sid) },
 		replied: func(call string, data []byte) {
 			r, err := decodeReply(data)
@@ -68,9 +73,11 @@ func FuzzNotes(f *testing.F) {
 	f.Add([]byte{batchReply, 1, 'a', 5})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		readBatch(data, batchReader{
-			note: func(n *notification) {
-				if n == nil {
-					t.Fatal("nil notification")
+			notes: func(ns []notification) {
+				for _, n := range ns {
+					if n.Pub == nil {
+						t.Fatal("a notification without its publication")
+					}
 				}
 			},
 			ended:   func(*lostRoute) {},
