@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/seed84792017/cellcast/catalog"
 	"log/slog"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/seed84792017/cellcast/catalog"
 	"github.com/seed84792017/cellcast/listdb"
 	"github.com/seed84792017/cellcast/lsm"
 	"github.com/seed84792017/cellcast/subscriptions"
@@ -178,11 +176,6 @@ func (n *Node) checkLayout(ctx context.Context) error {
 	return nil
 }
 
-type seenRev struct {
-	rev uint64
-	at  time.Time
-}
-
 func validID(s string) bool {
 	for _, c := range s {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
@@ -190,190 +183,6 @@ func validID(s string) bool {
 		}
 	}
 	return true
-}
-
-// run renews the node's heartbeat and leases, and balances shards.
-func (n *Node) run() {
-	defer close(n.done)
-	t := time.NewTicker(n.cfg.LeaseTTL / 4)
-	defer t.Stop()
-	// Peers starting at the same time get a lease TTL to announce
-	// themselves before this node takes shards: else the first one up
-	// takes them all and hands most back a moment later.
-	joined := time.Now()
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.LeaseTTL)
-		n.tick(ctx, time.Since(joined) >= n.cfg.LeaseTTL)
-		cancel()
-		select {
-		case <-t.C:
-		case <-n.stop:
-			return
-		}
-	}
-}
-
-func (n *Node) tick(ctx context.Context, acquire bool) {
-	// Renew first: a slow or failing read below must not let leases lapse.
-	mine := n.renew(ctx)
-	n.nc.Publish(aliveSubject+n.cfg.ID, nil)
-	// A write of its own tells the node whether the bucket takes writes,
-	// even while it holds no lease.
-	if _, err := n.leases.Put(ctx, probeKey(n.cfg.ID), []byte(time.Now().UTC().Format(time.RFC3339))); err != nil {
-		n.log.Warn("cluster: the lease bucket takes no writes", "err", err)
-		n.writable = time.Time{}
-	} else if n.writable.IsZero() {
-		n.writable = time.Now()
-	}
-	alive := 1 // this node
-	n.mu.Lock()
-	for id, at := range n.heard {
-		if id != n.cfg.ID && time.Since(at) < n.cfg.LeaseTTL {
-			alive++
-		}
-	}
-	n.mu.Unlock()
-	all := n.cfg.Shards.All()
-	target := (len(all) + max(alive, 1) - 1) / max(alive, 1)
-	owners := map[string]string{}
-	free := map[string]uint64{} // shard -> revision to take it at (0: absent)
-	var order []string
-	var err error
-	for _, s := range all {
-		e, err := n.leases.Get(ctx, s)
-		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound):
-			free[s] = 0
-			order = append(order, s)
-		case err != nil:
-			n.log.Warn("cluster: reading a lease", "shard", s, "err", err)
-			return
-		case nodeOf(string(e.Value())) != n.cfg.ID && n.stale("lease "+s, e.Revision()):
-			free[s] = e.Revision() // its owner stopped renewing
-			order = append(order, s)
-		default:
-			owners[s] = string(e.Value())
-		}
-	}
-	// More than a fair share: hand the last ones over.
-	for len(mine) > target {
-		s := mine[len(mine)-1]
-		mine = mine[:len(mine)-1]
-		n.mu.Lock()
-		rev := n.revs[s]
-		n.mu.Unlock()
-		n.lose(s)
-		if err := n.leases.Delete(ctx, s, jetstream.LastRevision(rev)); err != nil {
-			n.log.Warn("cluster: releasing a lease", "shard", s, "err", err)
-		}
-		delete(owners, s)
-		n.log.Info("cluster: shard released for balance", "shard", s, "target", target)
-	}
-	for _, s := range order {
-		if !acquire || len(mine) >= target {
-			break
-		}
-		var rev uint64
-		value := n.leaseValue()
-		if at := free[s]; at == 0 {
-			rev, err = n.leases.Create(ctx, s, []byte(value))
-		} else {
-			rev, err = n.leases.Update(ctx, s, []byte(value), at)
-		}
-		if err != nil {
-			continue // another node was first
-		}
-		n.mu.Lock()
-		n.revs[s], n.renewed[s], n.values[s] = rev, time.Now(), value
-		n.mu.Unlock()
-		mine = append(mine, s)
-		owners[s] = value
-		go n.take(s)
-	}
-	n.serving.Store(len(owners) == len(all))
-	n.h.owners(owners)
-}
-
-// leaseValue names this node and a new take of a shard: holders see a
-// shard restarted by the same node as moved, and resume its routes.
-func (n *Node) leaseValue() string {
-	n.takes++
-	return n.cfg.ID + "#" + strconv.FormatUint(n.takes, 10)
-}
-
-// nodeOf is the node a lease value names.
-func nodeOf(value string) string {
-	id, _, _ := strings.Cut(value, "#")
-	return id
-}
-
-// stale reports whether key's revision has not changed for a lease TTL,
-// by this node's clock, while the bucket took this node's writes for half
-// as long: its writer stopped, rather than the bucket. (A live owner
-// renews within a quarter TTL of the bucket taking writes again.)
-func (n *Node) stale(key string, rev uint64) bool {
-	now := time.Now()
-	if v, ok := n.seen[key]; !ok || v.rev != rev {
-		n.seen[key] = seenRev{rev: rev, at: now}
-		return false
-	}
-	ttl := n.cfg.LeaseTTL
-	return now.Sub(n.seen[key].at) > ttl && !n.writable.IsZero() && now.Sub(n.writable) > ttl/2
-}
-
-// probeKey is the key of a node's own writes in the lease bucket.
-func probeKey(node string) string { return "node." + node }
-
-// renew renews the leases of the shards this node owns or is taking, and
-// returns them. A lease whose revision moved on is lost; one the bucket
-// cannot take a write for now is kept while a read shows it still ours.
-func (n *Node) renew(ctx context.Context) []string {
-	n.mu.Lock()
-	var mine []string
-	for s := range n.revs {
-		mine = append(mine, s)
-	}
-	n.mu.Unlock()
-	sort.Strings(mine)
-	kept := mine[:0]
-	for _, s := range mine {
-		n.mu.Lock()
-		rev, at, value := n.revs[s], n.renewed[s], n.values[s]
-		n.mu.Unlock()
-		r, err := n.leases.Update(ctx, s, []byte(value), rev)
-		if err != nil {
-			if n.stillMine(ctx, s, rev, value) {
-				// The bucket takes no writes now (its leader is being
-				// elected), but nobody else holds the lease: keep serving.
-				// Were it taken meanwhile, the shard's log would refuse
-				// this node's next append.
-				n.log.Warn("cluster: renewing a lease", "shard", s, "err", err, "since", time.Since(at))
-				kept = append(kept, s)
-				continue
-			}
-			n.log.Warn("cluster: a lease was lost", "shard", s, "err", err)
-			n.lose(s)
-			continue
-		}
-		n.mu.Lock()
-		if _, ok := n.revs[s]; ok {
-			n.revs[s], n.renewed[s] = r, time.Now()
-		}
-		n.mu.Unlock()
-		kept = append(kept, s)
-	}
-	return kept
-}
-
-// stillMine reports whether the lease of shard s still holds revision rev
-// of this node, as far as a read (served by any replica) tells. A failed
-// read counts as yes: the log's fencing guards against the rest.
-func (n *Node) stillMine(ctx context.Context, s string, rev uint64, value string) bool {
-	e, err := n.leases.Get(ctx, s)
-	if err != nil {
-		return !errors.Is(err, jetstream.ErrKeyNotFound)
-	}
-	return e.Revision() == rev && string(e.Value()) == value
 }
 
 // take rebuilds shard s from its log and serves it, trying again while
