@@ -36,7 +36,10 @@
 // Requests, replies and notification batches between nodes are binary
 // (requestcodec.go, replycodec.go, wire.go), with records in the store's
 // encoding; a batch names each notification's route by the number its
-// holder gave it. The first node records the shard layout in the lease
+// holder gave it. An owner's replies ride its notification batches, and
+// it answers a log append's operations with its outboxes corked, so that
+// its answers to one node leave in one message (outbox.go). The first
+// node records the shard layout in the lease
 // bucket, and a node of another layout is refused (ErrLayout).
 //
 // A node's traffic with itself (a request for a shard it owns, what its
@@ -47,7 +50,7 @@
 // together, except that holder.mu is held while a gateway sink's Notify
 // runs (as the hub's lock is on one node), the hub's locks while a
 // remoteSink's Notify takes its mu, and owner.mu while takeLocal queues a
-// request (and, if the queue is full, sends its answer). Node.outMu, an
-// outbox's mu and a localBox's mu are taken last: no other lock of
-// this package is taken while one is held.
+// request (and, if the queue is full, sends its answer). Node.outMu is
+// held while corking takes each outbox's and localBox's mu; those are
+// taken last: no other lock of this package is taken while one is held.
 package cluster
