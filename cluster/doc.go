@@ -39,8 +39,8 @@
 // holder gave it. An owner's replies ride its notification batches, and
 // it answers a log append's operations with its outboxes corked, so that
 // its answers to one node leave in one message (outbox.go). The first
-// node records the shard layout in the lease
-// bucket, and a node of another layout is refused (ErrLayout).
+// node records the shard layout in the lease bucket, and a node of
+// another layout is refused (ErrLayout).
 //
 // A node's traffic with itself (a request for a shard it owns, what its
 // owners send its holder) skips NATS but keeps the same order (local.go).

@@ -63,6 +63,13 @@ func (b *localBox) run() {
 		items []localItem
 		run   []notification // consecutive notifications, passed on together
 	)
+	passRun := func() {
+		if len(run) > 0 {
+			b.h.notify(run)
+			clear(run)
+			run = run[:0]
+		}
+	}
 	for range b.kick {
 		b.mu.Lock()
 		items, b.items = b.items, items[:0]
@@ -74,11 +81,7 @@ func (b *localBox) run() {
 				*it = localItem{}
 				continue
 			}
-			if len(run) > 0 {
-				b.h.notify(run)
-				clear(run)
-				run = run[:0]
-			}
+			passRun()
 			if it.ended != nil {
 				b.h.lost(it.ended)
 			} else {
@@ -86,11 +89,7 @@ func (b *localBox) run() {
 			}
 			*it = localItem{}
 		}
-		if len(run) > 0 {
-			b.h.notify(run)
-			clear(run)
-			run = run[:0]
-		}
+		passRun()
 	}
 }
 

@@ -114,7 +114,6 @@ var errShort = errors.New("cluster: damaged notification batch")
 
 // batchReader is what an outbox's batch is read into, entry by entry.
 type batchReader struct {
-	// note's argument is readBatch's again once note returns.
 	// notes gets each run of notifications between other entries, so
 	// that the holder takes its lock once a run; the slice is
 	// readBatch's again once notes returns.
