@@ -5,8 +5,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Node is one broker process of a local cluster.
@@ -206,4 +208,33 @@ func ShardOwners(nodes []*Node, shards []string) map[string]int {
 		}
 	}
 	return owner
+}
+
+// Settle waits until nodes serve shards shards between them, evenly, for
+// three looks a second apart: a measurement or a kill then meets a
+// settled cluster, not the rebalance that follows its start.
+func Settle(nodes []*Node, shards int) error {
+	steady := 0
+	var counts []int
+	for deadline := time.Now().Add(time.Minute); steady < 3; time.Sleep(time.Second) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the shards never settled: %v owned", counts)
+		}
+		counts = counts[:0]
+		total := 0
+		for _, nd := range nodes {
+			n, err := Metric(nd.HTTP, "cellcast_cluster_shards_owned")
+			if err != nil {
+				return err
+			}
+			counts = append(counts, int(n))
+			total += int(n)
+		}
+		if total == shards && slices.Max(counts)-slices.Min(counts) <= 1 {
+			steady++
+		} else {
+			steady = 0
+		}
+	}
+	return nil
 }

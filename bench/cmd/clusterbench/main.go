@@ -37,6 +37,7 @@ import (
 
 	"github.com/seed84792017/cellcast/bench/procs"
 	"github.com/seed84792017/cellcast/client"
+	"github.com/seed84792017/cellcast/cluster"
 )
 
 func main() {
@@ -178,6 +179,11 @@ func run(bin string, measure func([]*procs.Node) (result, error), keep bool) err
 	}
 	c, err := procs.StartCluster(bin, filepath.Join(dir, "cluster"), 3, append(args, strings.Fields(nodeFlags)...)...)
 	if err != nil {
+		return err
+	}
+	// At rest: not amid the rebalance that follows the nodes' start.
+	if err := procs.Settle(c.Nodes, shardCount(strings.Fields(nodeFlags))); err != nil {
+		c.Stop()
 		return err
 	}
 	b, err := measure(c.Nodes)
@@ -450,4 +456,21 @@ func profile(nodes []*procs.Node) {
 			}
 		}()
 	}
+}
+
+// shardCount is how many shards the nodes run with flags: the broker's
+// default shard depth (2) unless --shard-depth says otherwise.
+func shardCount(flags []string) int {
+	depth := 2
+	for i, f := range flags {
+		f = strings.TrimLeft(f, "-")
+		v, ok := strings.CutPrefix(f, "shard-depth=")
+		if f == "shard-depth" && i+1 < len(flags) {
+			v, ok = flags[i+1], true
+		}
+		if d, err := strconv.Atoi(v); ok && err == nil {
+			depth = d
+		}
+	}
+	return len(cluster.Shards{Depth: depth}.All())
 }

@@ -92,7 +92,7 @@ func run(bin string, rounds int, keep bool, loadOps int, loadRate float64, exter
 		if _, err := serveAll(c, victim, quiet, time.Minute); err != nil {
 			return err
 		}
-		if err := settle(c, -1); err != nil {
+		if err := procs.Settle(c.Nodes, len(cells())+cluster.TopicShards); err != nil {
 			return err
 		}
 		t0 := time.Now()
@@ -115,7 +115,7 @@ func run(bin string, rounds int, keep bool, loadOps int, loadRate float64, exter
 		if _, err := serveAll(c, -1, quiet, time.Minute); err != nil {
 			return err
 		}
-		if err := settle(c, -1); err != nil {
+		if err := procs.Settle(c.Nodes, len(cells())+cluster.TopicShards); err != nil {
 			return err
 		}
 		time.Sleep(probeLife) // the load generator's oracle knows nothing of the probes
@@ -188,35 +188,4 @@ func serveAll(c *procs.Cluster, skip int, log *slog.Logger, limit time.Duration)
 		return served{}, err
 	}
 	return last, nil
-}
-
-// settle waits until the live nodes (all but skip) own every shard between
-// them, evenly, and have for three looks a second apart.
-func settle(c *procs.Cluster, skip int) error {
-	steady := 0
-	var counts []int
-	for deadline := time.Now().Add(time.Minute); steady < 3; time.Sleep(time.Second) {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the shards never settled: %v owned", counts)
-		}
-		counts = counts[:0]
-		total := 0
-		for i, nd := range c.Nodes {
-			if i == skip {
-				continue
-			}
-			n, err := procs.Metric(nd.HTTP, "cellcast_cluster_shards_owned")
-			if err != nil {
-				return err
-			}
-			counts = append(counts, int(n))
-			total += int(n)
-		}
-		if total == len(cells())+cluster.TopicShards && slices.Max(counts)-slices.Min(counts) <= 1 {
-			steady++
-		} else {
-			steady = 0
-		}
-	}
-	return nil
 }
