@@ -8,8 +8,10 @@ import (
 
 // remoteSink is, on a shard's owner, the route of one subscription to
 // the node holding its subscriber. Until its operation's answer has gone
-// out (after the log append) it holds notifications, so the holder sees
-// the answer first.
+// out (after the log append) it holds notifications and its end, so the
+// holder sees the answer first: an end that overtook the answer would
+// find no route at the holder, and the subscriber would never hear that
+// its window is over.
 type remoteSink struct {
 	o           *owner
 	holder, sid string
@@ -19,6 +21,7 @@ type remoteSink struct {
 	route   uint64 // the holder's number for the route
 	held    bool
 	pending []delivery.Notification
+	end     *lostRoute // the route ended while held
 }
 
 func newRemoteSink(o *owner, holder, sid string, route uint64) *remoteSink {
@@ -52,7 +55,10 @@ func (k *remoteSink) release() {
 	for i := range k.pending {
 		k.out.notify(k.route, &k.pending[i])
 	}
-	k.pending, k.held = nil, false
+	if k.end != nil {
+		k.out.ended(k.end)
+	}
+	k.pending, k.held, k.end = nil, false, nil
 }
 
 // Lost is followed by Ended, which says why.
@@ -71,5 +77,12 @@ func (k *remoteSink) Ended(e delivery.End) {
 	if closing {
 		return
 	}
-	k.out.ended(&lostRoute{Sid: e.Sid, Uid: e.Uid, Why: e.Why, Last: e.Last, Node: o.lease})
+	l := &lostRoute{Sid: e.Sid, Uid: e.Uid, Why: e.Why, Last: e.Last, Node: o.lease}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.held {
+		k.end = l
+		return
+	}
+	k.out.ended(l)
 }
