@@ -168,10 +168,7 @@ func (n *Node) Resume(ctx context.Context, sid string, after int64, owner string
 		h.mu.Unlock()
 	})
 	if moved != nil {
-		moved.sink.Lost(sid)
-		if e, ok := moved.sink.(delivery.Ender); ok {
-			e.Ended(delivery.End{Sid: sid, Uid: moved.uid, Why: delivery.EndMoved, Last: moved.last})
-		}
+		delivery.Lose(moved.sink, delivery.End{Sid: sid, Uid: moved.uid, Why: delivery.EndMoved, Last: moved.last})
 	}
 	if err != nil {
 		h.abandon(id)

@@ -269,10 +269,15 @@ func (h *holder) lost(l *lostRoute) {
 
 // end tells r's sink that its owner ended it.
 func (h *holder) end(r *route, l *lostRoute) {
-	r.sink.Lost(l.Sid)
-	if e, ok := r.sink.(delivery.Ender); ok {
-		e.Ended(delivery.End{Sid: l.Sid, Uid: l.Uid, Why: l.Why, Last: r.last})
+	delivery.Lose(r.sink, delivery.End{Sid: l.Sid, Uid: l.Uid, Why: l.Why, Last: r.last})
+}
+
+// opening returns route id if it is opening, else nil. h.mu is held.
+func (h *holder) opening(id uint64) *route {
+	if r := h.byID[id]; r != nil && r.state == opening {
+		return r
 	}
+	return nil
 }
 
 // open makes route id live once its caller has answered the client:
@@ -281,8 +286,8 @@ func (h *holder) end(r *route, l *lostRoute) {
 // resumes at the new owner.
 func (h *holder) open(id uint64) {
 	h.mu.Lock()
-	r := h.byID[id]
-	if r == nil || r.state != opening {
+	r := h.opening(id)
+	if r == nil {
 		h.mu.Unlock()
 		return
 	}
@@ -315,8 +320,8 @@ func (h *holder) open(id uint64) {
 // to stop routing it: the caller gave up just as the reply came.
 func (h *holder) abandon(id uint64) {
 	h.mu.Lock()
-	r := h.byID[id]
-	if r == nil || r.state != opening {
+	r := h.opening(id)
+	if r == nil {
 		h.mu.Unlock()
 		return
 	}
@@ -371,12 +376,7 @@ func (h *holder) resume(r *route) {
 	}
 	if errors.Is(err, subscriptions.ErrUnknownSid) {
 		h.drop(sid) // expired or cancelled meanwhile
-		go func() {
-			r.sink.Lost(sid)
-			if e, ok := r.sink.(delivery.Ender); ok {
-				e.Ended(delivery.End{Sid: sid, Uid: uid, Why: delivery.EndWindow, Last: r.last})
-			}
-		}()
+		go delivery.Lose(r.sink, delivery.End{Sid: sid, Uid: uid, Why: delivery.EndWindow, Last: r.last})
 		return
 	}
 	r.state = orphan // tried again once the lease loop sees an owner

@@ -35,8 +35,9 @@ type Ender interface {
 	Ended(e End)
 }
 
-// lost tells sink that e's subscription no longer routes to it, and why.
-func lost(sink Sink, e End) {
+// Lose tells sink that e's subscription no longer routes to it, and why:
+// Lost, then Ended if sink is an Ender. Call it with no hub lock held.
+func Lose(sink Sink, e End) {
 	sink.Lost(e.Sid)
 	if k, ok := sink.(Ender); ok {
 		k.Ended(e)

@@ -361,7 +361,7 @@ func (h *Hub) attach(r *route, expect *route) bool {
 	}
 	h.mu.Unlock()
 	if old != nil && old.sink != r.sink {
-		lost(old.sink, End{Sid: r.sid, Uid: r.uid, Why: EndMoved, Last: oldLast})
+		Lose(old.sink, End{Sid: r.sid, Uid: r.uid, Why: EndMoved, Last: oldLast})
 	}
 	return true
 }
@@ -471,7 +471,7 @@ func (h *Hub) Expire(now int64) {
 	}
 	h.mu.Unlock()
 	for _, e := range gone {
-		lost(e.sink, e.End)
+		Lose(e.sink, e.End)
 	}
 }
 

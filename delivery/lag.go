@@ -111,7 +111,7 @@ func (h *Hub) catchUp(ctx context.Context, r *route) (bool, error) {
 			delete(h.lagging, r.ts)
 		}
 		h.mu.Unlock()
-		lost(r.sink, End{Sid: r.sid, Uid: r.uid, Why: EndBehind, Last: after})
+		Lose(r.sink, End{Sid: r.sid, Uid: r.uid, Why: EndBehind, Last: after})
 		return true, nil
 	}
 	if err != nil {
