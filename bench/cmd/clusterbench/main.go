@@ -48,7 +48,8 @@ func main() {
 	window := flag.Int("window", 16, "publications in flight per publisher connection")
 	seed := flag.Int64("seed", 1, "workload seed")
 	keep := flag.Bool("keep", false, "keep the brokers' data and logs")
-	flag.StringVar(&profileDir, "pprof", "", "write a 5 s CPU profile of each broker, from the start of the publications, to this directory")
+	flag.StringVar(&profileDir, "pprof", "", "write a CPU profile of each broker, from the start of the publications, to this directory")
+	flag.DurationVar(&profileFor, "pprof-for", 5*time.Second, "how long the profiles of -pprof run (whole seconds; longer than the run, they end with it)")
 	kind := flag.String("workload", "cells", "cells (subscriptions first, publications at depths 1-6) or moving (the moving-user workload)")
 	ops := flag.Int("ops", 40000, "operations of the moving-user workload")
 	life := flag.Duration("lifetime", 0, "the moving-user workload's windows and expiry (0: the workload's 10 s windows and 20 s expiry)")
@@ -432,10 +433,14 @@ func (m *meter) messages(r *result, publications int) {
 // nodeFlags are more broker flags for the cluster's nodes (-node-flags).
 var nodeFlags string
 
-// profileDir, when set, receives CPU profiles of the brokers (-pprof).
-var profileDir string
+// profileDir, when set, receives CPU profiles of the brokers (-pprof),
+// each profileFor long.
+var (
+	profileDir string
+	profileFor time.Duration
+)
 
-// profile fetches a 5 s CPU profile of each node in the background, into
+// profile fetches a CPU profile of each node in the background, into
 // profileDir as <node>.pprof.
 func profile(nodes []*procs.Node) {
 	if profileDir == "" {
@@ -443,7 +448,7 @@ func profile(nodes []*procs.Node) {
 	}
 	for _, n := range nodes {
 		go func() {
-			resp, err := http.Get("http://" + n.HTTP + "/debug/pprof/profile?seconds=5")
+			resp, err := http.Get("http://" + n.HTTP + "/debug/pprof/profile?seconds=" + fmt.Sprint(max(1, int(profileFor.Seconds()))))
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "clusterbench: profile:", err)
 				return
