@@ -29,6 +29,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,6 +58,7 @@ func main() {
 	ahead := flag.Int("ahead", 320, "moving users: operations handed to connections and not yet answered, across all (bench/loadgen Config.Ahead; 0: unbounded)")
 	rate := flag.Float64("rate", 0, "moving users: send the operations open loop at this many per second, the same offered load for both systems (0: closed loop, each as fast as it goes)")
 	flag.StringVar(&nodeFlags, "node-flags", "", "more broker flags for the cluster's nodes, space-separated (e.g. \"--shard-depth 3\")")
+	rounds := flag.Int("rounds", 1, "measure one node and then the cluster this many times, each on fresh processes, and report the median ratio (the machine's speed drifts within minutes)")
 	idleFor := flag.Duration("idle", 0, "instead of a workload, measure three idle nodes' CPU over this long, after 20 s to settle")
 	flag.Parse()
 	if *idleFor > 0 {
@@ -90,7 +92,11 @@ func main() {
 		fmt.Fprintf(os.Stderr, "clusterbench: -workload %q: use cells or moving\n", *kind)
 		os.Exit(2)
 	}
-	if err := run(*bin, measureOn, *keep); err != nil {
+	if *rounds < 1 {
+		fmt.Fprintln(os.Stderr, "clusterbench: -rounds must be at least 1")
+		os.Exit(2)
+	}
+	if err := run(*bin, measureOn, *keep, *rounds); err != nil {
 		fmt.Fprintln(os.Stderr, "clusterbench:", err)
 		os.Exit(1)
 	}
@@ -156,7 +162,7 @@ func prepare(bin string, keep bool) (dir, broker string, done func(), err error)
 	return dir, broker, done, nil
 }
 
-func run(bin string, measure func([]*procs.Node) (result, error), keep bool) error {
+func run(bin string, measure func([]*procs.Node) (result, error), keep bool, rounds int) error {
 	dir, bin, done, err := prepare(bin, keep)
 	if err != nil {
 		return err
@@ -169,29 +175,47 @@ func run(bin string, measure func([]*procs.Node) (result, error), keep bool) err
 	if profileDir != "" {
 		args = append(args, "--pprof")
 	}
-	one, err := single(bin, filepath.Join(dir, "single"), args...)
-	if err != nil {
-		return err
-	}
-	a, err := measure(one)
-	stopAll(one)
-	if err != nil {
-		return err
-	}
-	c, err := procs.StartCluster(bin, filepath.Join(dir, "cluster"), 3, append(args, strings.Fields(nodeFlags)...)...)
-	if err != nil {
-		return err
-	}
-	// At rest: not amid the rebalance that follows the nodes' start.
-	if err := procs.Settle(c.Nodes, shardCount(strings.Fields(nodeFlags))); err != nil {
+	var ratios []float64
+	for i := range rounds {
+		if rounds > 1 {
+			fmt.Printf("round %d of %d\n", i+1, rounds)
+		}
+		rdir := filepath.Join(dir, fmt.Sprint("round", i+1))
+		one, err := single(bin, filepath.Join(rdir, "single"), args...)
+		if err != nil {
+			return err
+		}
+		a, err := measure(one)
+		stopAll(one)
+		if err != nil {
+			return err
+		}
+		c, err := procs.StartCluster(bin, filepath.Join(rdir, "cluster"), 3, append(args, strings.Fields(nodeFlags)...)...)
+		if err != nil {
+			return err
+		}
+		// At rest: not amid the rebalance that follows the nodes' start.
+		if err := procs.Settle(c.Nodes, shardCount(strings.Fields(nodeFlags))); err != nil {
+			c.Stop()
+			return err
+		}
+		b, err := measure(c.Nodes)
 		c.Stop()
-		return err
+		if err != nil {
+			return err
+		}
+		ratios = append(ratios, report(a, b))
+		profileDir = "" // the first round's profiles only
 	}
-	b, err := measure(c.Nodes)
-	c.Stop()
-	if err != nil {
-		return err
+	if rounds > 1 {
+		fmt.Printf("cluster / one node over %d rounds: %s, median %.2fx\n", rounds, formatRatios(ratios), median(ratios))
 	}
+	return nil
+}
+
+// report prints a round's results and returns its ratio of the cluster's
+// CPU per notification to one node's.
+func report(a, b result) float64 {
 	for _, x := range []struct {
 		name string
 		r    result
@@ -211,8 +235,27 @@ func run(bin string, measure func([]*procs.Node) (result, error), keep bool) err
 	}
 	fmt.Println()
 	fmt.Printf("stream leader elections during the cluster's run: %d\n", b.elections)
-	fmt.Printf("cluster / one node, CPU per notification: %.2fx\n", (b.cpu/float64(b.got))/(a.cpu/float64(a.got)))
-	return nil
+	ratio := (b.cpu / float64(b.got)) / (a.cpu / float64(a.got))
+	fmt.Printf("cluster / one node, CPU per notification: %.2fx\n", ratio)
+	return ratio
+}
+
+// median of xs, which it sorts.
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
+}
+
+func formatRatios(xs []float64) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprintf("%.2fx", x)
+	}
+	return strings.Join(s, ", ")
 }
 
 // single starts one broker process, as a Node of its own.
