@@ -110,6 +110,12 @@ func registerNode(reg prometheus.Registerer, n *cluster.Node) {
 			stat(func(s cluster.Stats) float64 { return float64(s.Batches) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_cluster_log_appends_total", Help: "Batches appended to shard logs (JetStream publishes)."},
 			stat(func(s cluster.Stats) float64 { return float64(s.Appends) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_cluster_past_refs_total", Help: "Past results this node's shards sent to other nodes by number, as renderings those nodes keep."},
+			stat(func(s cluster.Stats) float64 { return float64(s.PastRefs) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_cluster_past_rendered_total", Help: "Past results this node's shards sent to other nodes as renderings."},
+			stat(func(s cluster.Stats) float64 { return float64(s.PastRendered) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_cluster_lost_refs_total", Help: "Subscribe replies this node failed (unavailable) for naming past results it no longer kept; it then asks for renderings again."},
+			stat(func(s cluster.Stats) float64 { return float64(s.LostRefs) })),
 		ownedShards{n, prometheus.NewDesc("cellcast_cluster_shard_owned", "1 for each shard this node serves, by name.", []string{"shard"}, nil)},
 	)
 }

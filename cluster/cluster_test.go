@@ -232,8 +232,11 @@ func TestClusterMatchesLikeOneNode(t *testing.T) {
 		err := nodes[i].Subscribe(ctx, &subscriptions.SubscribeRequest{Uid: fmt.Sprintf("u%d", len(subs)), Cell: c, Past: time.Hour, Future: time.Hour},
 			sinks[i], func(res *subscriptions.SubscribeResult, sid string) {
 				s.sid = sid
-				for _, p := range res.Past {
+				for _, p := range res.Past { // from this node's shard
 					s.past = append(s.past, p.Desc)
+				}
+				for _, b := range res.Rendered { // from another's, rendered by Encode
+					s.past = append(s.past, string(b))
 				}
 			})
 		if err != nil {
@@ -351,7 +354,7 @@ func TestClusterMatchesLikeOneNode(t *testing.T) {
 
 	// A node that would split shards unlike the cluster is refused.
 	for _, m := range []Shards{{Depth: 3}, {Depth: 2, TopicDepth: 2}} {
-		_, err := Start(ctx, Config{ID: "n9", NC: nodes[0].nc, Dir: t.TempDir(), Shards: m, Replicas: 3, Log: quiet})
+		_, err := Start(ctx, Config{ID: "n9", NC: nodes[0].nc, Dir: t.TempDir(), Shards: m, Replicas: 3, Log: quiet, Encode: func(p *subscriptions.Publication) []byte { return []byte(p.Desc) }})
 		if !errors.Is(err, ErrLayout) {
 			t.Fatalf("a node of layout %s joined a cluster of %s: %v", m, Shards{Depth: 2}, err)
 		}

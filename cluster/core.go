@@ -33,7 +33,7 @@ func (n *Node) Subscribe(ctx context.Context, req *subscriptions.SubscribeReques
 	// notification is read, but holds them until the client has its
 	// answer: answering on the caller's goroutine lets the gateway wait
 	// for the connection's earlier replies without stopping the inbox.
-	rep, err := h.call(ctx, shard, &request{Op: opSubscribe, Holder: n.cfg.ID, Sub: req, Route: id}, func(r *reply) {
+	rep, err := h.call(ctx, shard, &request{Op: opSubscribe, Holder: n.cfg.ID, Sub: req, Route: id, Epoch: h.kept.current()}, func(r *reply) {
 		if r.Err != nil || r.SubR == nil || !r.SubR.Stored || sink == nil {
 			return
 		}

@@ -45,6 +45,10 @@
 // A node's traffic with itself (a request for a shard it owns, what its
 // owners send its holder) skips NATS but keeps the same order (local.go).
 //
+// A subscribe's past results cross by reference where they can: an owner
+// node numbers the renderings it sends a holder, which keeps them until
+// they expire, and sends the number the next time (refs.go).
+//
 // Locks. Node.mu (leases, owned shards, heartbeats heard), holder.mu (routes and calls),
 // owner.mu (an owner's routes to holders) and remoteSink.mu are never held
 // together, except that holder.mu is held while a gateway sink's Notify
@@ -52,5 +56,7 @@
 // remoteSink's Notify takes its mu, and owner.mu while takeLocal queues a
 // request (and, if the queue is full, sends its answer). Node.outMu is
 // held while corking takes each outbox's and localBox's mu; those are
-// taken last: no other lock of this package is taken while one is held.
+// taken last: no other lock of this package is taken while one is held
+// (an outbox renders past results under its mu, with Config.Encode).
+// keptRefs.mu, a holder's store of renderings, is taken alone.
 package cluster

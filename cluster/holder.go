@@ -60,6 +60,8 @@ type holder struct {
 	n    *Node
 	next atomic.Uint64
 
+	kept *keptRefs // past results owners asked this node to keep
+
 	mu     sync.Mutex
 	calls  map[string]*call
 	routes map[string]*route     // by sid
@@ -69,7 +71,7 @@ type holder struct {
 }
 
 func newHolder(n *Node) *holder {
-	return &holder{n: n, calls: map[string]*call{}, routes: map[string]*route{}, byID: map[uint64]*route{}, owner: map[string]string{}}
+	return &holder{n: n, kept: newKeptRefs(time.Now().UnixNano()), calls: map[string]*call{}, routes: map[string]*route{}, byID: map[uint64]*route{}, owner: map[string]string{}}
 }
 
 // put makes r the route of its sid, in place of the one it had. h.mu is
@@ -105,19 +107,27 @@ func (h *holder) receive(m *nats.Msg) {
 // replied hands the reply to call id to its caller; noOwner: no owner
 // listened, and the caller tries again.
 func (h *holder) replied(id string, data []byte, noOwner bool) {
-	c := h.take(id)
-	if c == nil {
-		return // its caller gave up
-	}
 	if noOwner {
-		c.done <- nil
+		if c := h.take(id); c != nil {
+			c.done <- nil
+		}
 		return
 	}
-	r, err := decodeReply(data)
-	if err != nil {
+	// Read even if the caller gave up: what the reply asks this node to
+	// keep, later replies name.
+	r, err := decodeReply(data, h.kept)
+	switch {
+	case errors.Is(err, errLostRef):
+		h.n.counters.lostRefs.Add(1)
+		h.kept.lost(time.Now().UnixNano())
+		h.n.log.Warn("cluster: a reply named past results this node no longer keeps; the owners send them again", "err", err)
+		r = &reply{Err: &wireError{Kind: "unavailable", Msg: err.Error()}}
+	case err != nil:
 		r = &reply{Err: &wireError{Kind: "internal", Msg: err.Error()}}
 	}
-	c.answer(r)
+	if c := h.take(id); c != nil {
+		c.answer(r)
+	}
 }
 
 // answered hands r, a reply from this node's own owner, to call id's

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,8 +39,10 @@ type Config struct {
 	LeaseTTL time.Duration
 	// Store and LSM configure each shard's store (listdb.Config; its
 	// Durability is ignored: the log makes writes durable).
-	Store  listdb.Config
-	LSM    *lsm.Options
+	Store listdb.Config
+	LSM   *lsm.Options
+	// Encode renders a publication as clients receive it (required):
+	// notifications and past results cross between nodes rendered.
 	Encode func(*subscriptions.Publication) []byte
 	// Catalog opens a shard's catalog of publications in dir, for
 	// queries; nil: the cluster answers no queries.
@@ -79,6 +82,7 @@ type Node struct {
 	values   map[string]string // lease values of shards owned or being taken
 	outMu    sync.Mutex
 	outboxes map[string]sender // by holding node
+	instance uint64            // this node's life, for the past results it numbers (refs.go)
 	serving  atomic.Bool
 	counters counters
 
@@ -95,6 +99,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if cfg.ID == "" || !validID(cfg.ID) {
 		return nil, fmt.Errorf("cluster: node id %q: use letters, digits, '-' and '_'", cfg.ID)
 	}
+	if cfg.Encode == nil {
+		return nil, errors.New("cluster: Config.Encode is required")
+	}
 	if cfg.Replicas == 0 {
 		cfg.Replicas = 3
 	}
@@ -109,7 +116,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		cfg.Log = slog.Default()
 	}
 	n := &Node{cfg: cfg, log: cfg.Log.With("node", cfg.ID), nc: cfg.NC, limits: lim, owned: map[string]*owner{},
-		revs: map[string]uint64{}, renewed: map[string]time.Time{}, owners: map[string]string{}, heard: map[string]time.Time{}, seen: map[string]seenRev{}, values: map[string]string{}, stop: make(chan struct{}), done: make(chan struct{})}
+		revs: map[string]uint64{}, renewed: map[string]time.Time{}, owners: map[string]string{}, heard: map[string]time.Time{}, seen: map[string]seenRev{}, values: map[string]string{}, stop: make(chan struct{}), done: make(chan struct{}),
+		instance: rand.Uint64() | 1} // 0 names no life (appendRendered)
 	var err error
 	if n.js, err = jetstream.New(cfg.NC); err != nil {
 		return nil, err

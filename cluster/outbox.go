@@ -28,6 +28,7 @@ type outbox struct {
 	kick    chan struct{}
 
 	mu     sync.Mutex
+	refs   sentRefs // what the holder keeps of past results
 	closed bool
 	corks  int // while above 0 nothing wakes the sender
 	batch
@@ -86,8 +87,8 @@ const (
 // maxBatch bounds a batch's bytes (NATS payloads are limited).
 const maxBatch = 512 << 10
 
-func newOutbox(nc *nats.Conn, holder string, sent *counters) *outbox {
-	b := &outbox{nc: nc, subject: nodeSubject + holder + ".n", replies: nodeSubject + holder + ".r.", sent: sent, kick: make(chan struct{}, 1)}
+func newOutbox(nc *nats.Conn, holder string, sent *counters, refs sentRefs) *outbox {
+	b := &outbox{nc: nc, subject: nodeSubject + holder + ".n", replies: nodeSubject + holder + ".r.", sent: sent, refs: refs, kick: make(chan struct{}, 1)}
 	go b.run()
 	return b
 }
@@ -165,9 +166,9 @@ func (b *outbox) ended(l *lostRoute) {
 
 // reply queues r after everything queued before it, so the holder sees
 // every notification made before the reply first. A reply to a subject
-// other than the holder's own goes alone, after the batch.
+// other than the holder's own goes alone, after the batch, with its past
+// results as records: references ride the holder's stream only.
 func (b *outbox) reply(subject string, r *reply) error {
-	data := encodeReply(r)
 	call, ok := strings.CutPrefix(subject, b.replies)
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -177,8 +178,9 @@ func (b *outbox) reply(subject string, r *reply) error {
 	if !ok {
 		b.flush()
 		b.sent.replies.Add(1)
-		return b.nc.Publish(subject, data)
+		return b.nc.Publish(subject, encodeReply(r, nil))
 	}
+	data := encodeReply(r, &b.refs) // under mu: in the stream's order
 	if len(b.buf)+len(data) > maxBatch {
 		b.flush() // a large reply goes alone, as it would have
 	}
@@ -233,7 +235,7 @@ func (n *Node) outbox(holder string) sender {
 		if holder == n.cfg.ID {
 			b = newLocalBox(n.h)
 		} else {
-			b = newOutbox(n.nc, holder, &n.counters)
+			b = newOutbox(n.nc, holder, &n.counters, sentRefs{instance: n.instance, render: n.cfg.Encode, counts: &n.counters})
 		}
 		n.outboxes[holder] = b
 	}

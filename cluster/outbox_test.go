@@ -40,7 +40,7 @@ func TestOutboxRepliesRideBatches(t *testing.T) {
 	}
 	nc.Flush()
 	var sent counters
-	b := newOutbox(nc, "h", &sent)
+	b := newOutbox(nc, "h", &sent, sentRefs{instance: 1, render: testRender, counts: &sent})
 	t.Cleanup(b.close)
 
 	// read decodes one batch into what it held, in order.
@@ -54,7 +54,7 @@ func TestOutboxRepliesRideBatches(t *testing.T) {
 			},
 			ended: func(l *lostRoute) { got = append(got, "ended "+l.Sid) },
 			replied: func(call string, data []byte) {
-				r, err := decodeReply(data)
+				r, err := decodeReply(data, newKeptRefs(0))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -109,7 +109,7 @@ func TestOutboxRepliesRideBatches(t *testing.T) {
 	if got := fmt.Sprint(read(next(batches))); got != "[note 3 fire]" {
 		t.Fatalf("before the lone reply: got %s", got)
 	}
-	if r, err := decodeReply(next(alone).Data); err != nil || r.Sid != "s4" {
+	if r, err := decodeReply(next(alone).Data, newKeptRefs(0)); err != nil || r.Sid != "s4" {
 		t.Fatalf("the lone reply: %+v, %v", r, err)
 	}
 	b.uncork()

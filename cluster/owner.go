@@ -206,7 +206,7 @@ func (o *owner) answer(holder, subject string, r *reply) {
 	var err error
 	if holder == "" || !validID(holder) {
 		o.n.counters.replies.Add(1)
-		err = o.n.nc.Publish(subject, encodeReply(r))
+		err = o.n.nc.Publish(subject, encodeReply(r, nil))
 	} else {
 		err = o.n.outbox(holder).reply(subject, r)
 	}
@@ -300,7 +300,7 @@ func (o *owner) exec(p *op, log *[]byte) func(error) {
 				o.answer(p.req.Holder, p.reply, &reply{Err: toWire(err)})
 				return
 			}
-			o.answer(p.req.Holder, p.reply, &reply{Sid: k.sid, SubR: res})
+			o.answer(p.req.Holder, p.reply, &reply{Sid: k.sid, SubR: res, Epoch: p.req.Epoch})
 			k.release()
 		}
 	case opPublish:

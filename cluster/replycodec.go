@@ -17,12 +17,12 @@ import (
 //
 //	reply   := replyFormat flags [err] sid node match n [subr] [pubr] [rep] pubs
 //	err     := kind msg retry(varint ns)
-//	subr    := record(sub) list(past)
+//	subr    := record(sub) past               (refs.go)
 //	pubr    := record(pub) list(recent)       (the matches stay home)
 //	rep     := record(sub) now(varint) list(pubs)
 //	list    := uvarint(0 for nil, else count+1) record...
 //	record  := uvarint(len) bytes             (strings alike)
-const replyFormat byte = 1
+const replyFormat byte = 2
 
 // Reply flags.
 const (
@@ -38,7 +38,10 @@ const (
 // errBadReply is matched by every error decodeReply returns.
 var errBadReply = errors.New("cluster: malformed reply")
 
-func encodeReply(r *reply) []byte {
+// encodeReply writes r. With refs (the owner's record of what the holder
+// keeps) a subscribe's past results go as references and renderings,
+// else as records.
+func encodeReply(r *reply, refs *sentRefs) []byte {
 	var flags flagSet
 	set := flags.set
 	set(hasErr, r.Err != nil)
@@ -60,7 +63,18 @@ func encodeReply(r *reply) []byte {
 	b = binary.AppendUvarint(b, uint64(r.N))
 	if s := r.SubR; s != nil {
 		b = appendBytes(b, listdb.EncodeSubscription(&s.Sub))
-		b = appendPubs(b, s.Past)
+		switch {
+		case s.Rendered != nil:
+			b = appendRendered(b, s.Rendered)
+		case refs != nil:
+			b = refs.appendPast(b, s.Past, r.Node, r.Epoch, time.Now().UnixNano())
+		case s.Past != nil:
+			b = binary.AppendUvarint(b, uint64(len(s.Past))+1)
+			b = append(b, pastRecords)
+			b = appendRecords(b, s.Past)
+		default:
+			b = append(b, 0)
+		}
 	}
 	if p := r.PubR; p != nil {
 		b = listdb.AppendSizedPublication(b, &p.Pub)
@@ -79,21 +93,28 @@ func appendPubs(b []byte, pubs []subscriptions.Publication) []byte {
 		return append(b, 0)
 	}
 	b = binary.AppendUvarint(b, uint64(len(pubs))+1)
+	return appendRecords(b, pubs)
+}
+
+func appendRecords(b []byte, pubs []subscriptions.Publication) []byte {
 	for i := range pubs {
 		b = listdb.AppendSizedPublication(b, &pubs[i])
 	}
 	return b
 }
 
-// decodeReply reads what encodeReply wrote; a damaged reply is an error
-// matching errBadReply, never a panic.
-func decodeReply(data []byte) (*reply, error) {
+// decodeReply reads what encodeReply wrote, resolving references with
+// kept (what this node keeps); a damaged reply is an error matching
+// errBadReply, never a panic, and one naming a past result the node does
+// not keep matches errLostRef.
+func decodeReply(data []byte, kept *keptRefs) (*reply, error) {
 	w := wireReader{b: data}
 	if f := w.byte(); f != replyFormat {
 		return nil, fmt.Errorf("%w: format %d (the nodes of a cluster must run one release)", errBadReply, f)
 	}
 	flags := w.byte()
 	r := &reply{}
+	var lost error // a past result not kept here
 	if flags&hasErr != 0 {
 		r.Err = &wireError{Kind: w.str(), Msg: w.str(), Retry: time.Duration(w.varint())}
 	}
@@ -103,7 +124,13 @@ func decodeReply(data []byte) (*reply, error) {
 	if flags&hasSubR != 0 {
 		s := &subscriptions.SubscribeResult{Stored: flags&subStored != 0}
 		s.Sub, err = decodeSub(w.bytes(), err)
-		s.Past, err = w.pubs(err)
+		var e error
+		s.Past, s.Rendered, e = w.past(kept, time.Now().UnixNano(), err)
+		if errors.Is(e, errLostRef) {
+			lost = e // the rest reads on
+		} else {
+			err = e
+		}
 		r.SubR = s
 	}
 	if flags&hasPubR != 0 {
@@ -122,12 +149,14 @@ func decodeReply(data []byte) (*reply, error) {
 	r.Pubs, err = w.pubs(err)
 	r.More = flags&moreFollow != 0
 	switch {
-	case err != nil:
-		return nil, fmt.Errorf("%w: %w", errBadReply, err)
 	case w.bad:
 		return nil, fmt.Errorf("%w: cut short", errBadReply)
 	case len(w.b) > 0:
 		return nil, fmt.Errorf("%w: %d bytes left over", errBadReply, len(w.b))
+	case err != nil:
+		return nil, fmt.Errorf("%w: %w", errBadReply, err)
+	case lost != nil:
+		return nil, lost
 	}
 	return r, nil
 }
@@ -147,12 +176,37 @@ func decodePub(rec []byte, err error) (subscriptions.Publication, error) {
 	return listdb.DecodePublication(rec)
 }
 
+// past reads a subscribe's past results (refs.go) unless an earlier
+// step failed: records, or renderings. now is this node's clock.
+func (w *wireReader) past(kept *keptRefs, now int64, err error) ([]subscriptions.Publication, [][]byte, error) {
+	n, ok := w.list()
+	if err != nil || !ok {
+		return nil, nil, err
+	}
+	switch w.byte() {
+	case pastRecords:
+		pubs, err := w.records(n)
+		return pubs, nil, err
+	case pastRefs:
+		rendered, err := kept.read(w, n, now)
+		return nil, rendered, err
+	}
+	w.bad, w.b = true, nil
+	return nil, nil, nil
+}
+
 // pubs reads a list of publications unless an earlier step failed.
 func (w *wireReader) pubs(err error) ([]subscriptions.Publication, error) {
 	n, ok := w.list()
 	if err != nil || !ok {
 		return nil, err
 	}
+	return w.records(n)
+}
+
+// records reads n publications.
+func (w *wireReader) records(n int) ([]subscriptions.Publication, error) {
+	var err error
 	pubs := make([]subscriptions.Publication, n)
 	for i := range pubs {
 		if pubs[i], err = listdb.DecodePublication(w.bytes()); err != nil {

@@ -103,13 +103,13 @@ func TestReplyRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	for i := range 2000 {
 		want := randReply(rng)
-		b := encodeReply(want)
+		b := encodeReply(want, nil)
 		if want.PubR != nil {
 			want.PubR.Matches = []subscriptions.Matched{{Ts: 5, Uid: "stays"}}
-			b = encodeReply(want)
+			b = encodeReply(want, nil)
 			want.PubR.Matches = nil
 		}
-		got, err := decodeReply(b)
+		got, err := decodeReply(b, newKeptRefs(0))
 		if err != nil {
 			t.Fatalf("reply %d: %v", i, err)
 		}
@@ -124,17 +124,17 @@ func TestReplyRoundTrip(t *testing.T) {
 func TestReplyDamaged(t *testing.T) {
 	rng := rand.New(rand.NewSource(2))
 	for range 50 {
-		b := encodeReply(randReply(rng))
+		b := encodeReply(randReply(rng), nil)
 		for n := range len(b) {
-			if _, err := decodeReply(b[:n]); !errors.Is(err, errBadReply) {
+			if _, err := decodeReply(b[:n], newKeptRefs(0)); !errors.Is(err, errBadReply) {
 				t.Fatalf("cut at %d of %d: %v", n, len(b), err)
 			}
 		}
-		if _, err := decodeReply(append(b, 0)); !errors.Is(err, errBadReply) {
+		if _, err := decodeReply(append(b, 0), newKeptRefs(0)); !errors.Is(err, errBadReply) {
 			t.Fatalf("a byte over: %v", err)
 		}
 	}
-	if _, err := decodeReply([]byte(`{"sid":"x"}`)); !errors.Is(err, errBadReply) {
+	if _, err := decodeReply([]byte(`{"sid":"x"}`), newKeptRefs(0)); !errors.Is(err, errBadReply) {
 		t.Fatalf("JSON: %v", err)
 	}
 }
@@ -144,16 +144,16 @@ func TestReplyDamaged(t *testing.T) {
 func FuzzReply(f *testing.F) {
 	rng := rand.New(rand.NewSource(3))
 	for range 5 {
-		f.Add(encodeReply(randReply(rng)))
+		f.Add(encodeReply(randReply(rng), nil))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := decodeReply(data)
+		r, err := decodeReply(data, newKeptRefs(0))
 		if err != nil {
 			return
 		}
-		b := encodeReply(r)
-		again, err := decodeReply(b)
-		if err != nil || !bytes.Equal(encodeReply(again), b) {
+		b := encodeReply(r, nil)
+		again, err := decodeReply(b, newKeptRefs(0))
+		if err != nil || !bytes.Equal(encodeReply(again, nil), b) {
 			t.Fatalf("%v: %+v then %+v", err, r, again)
 		}
 	})

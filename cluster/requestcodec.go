@@ -19,7 +19,7 @@ import (
 // value crosses unchecked, as JSON carried it: the owner's store checks
 // the request as one node's would, and answers a bad one bad_request.
 //
-//	request := requestFormat flags op holder sid after owner route skip sids [sub] [pub] [query]
+//	request := requestFormat flags op holder sid after owner route epoch skip sids [sub] [pub] [query]
 //	sub     := uid cell cells past future keyword attrs   (self-join: a flag)
 //	pub     := uid cell cells expires desc attrs [lat lng radius]
 //	query   := attr [eq] [from] [to] k
@@ -27,7 +27,7 @@ import (
 //	cells   := uvarint(0 for nil, else count+1) cell...
 //	attrs   := uvarint(0 for nil, else count+1) (key value)...
 //	sids    := uvarint(0 for nil, else count+1) sid...
-const requestFormat byte = 2
+const requestFormat byte = 3
 
 // Request flags.
 const (
@@ -63,6 +63,7 @@ func encodeRequest(r *request) []byte {
 	b = binary.AppendVarint(b, r.After)
 	b = appendBytes(b, []byte(r.Owner))
 	b = binary.AppendUvarint(b, r.Route)
+	b = binary.AppendUvarint(b, r.Epoch)
 	b = binary.AppendVarint(b, int64(r.Skip))
 	if r.Sids == nil {
 		b = append(b, 0)
@@ -143,7 +144,7 @@ func decodeRequest(data []byte) (*request, error) {
 		return nil, fmt.Errorf("%w: format %d (the nodes of a cluster must run one release)", errBadRequestWire, f)
 	}
 	flags := w.byte()
-	r := &request{Op: w.str(), Holder: w.str(), Sid: w.str(), After: w.varint(), Owner: w.str(), Route: w.uvarint(), Skip: int(w.varint())}
+	r := &request{Op: w.str(), Holder: w.str(), Sid: w.str(), After: w.varint(), Owner: w.str(), Route: w.uvarint(), Epoch: w.uvarint(), Skip: int(w.varint())}
 	if n, ok := w.list(); ok {
 		r.Sids = make([]string, n)
 		for i := range r.Sids {

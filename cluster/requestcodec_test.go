@@ -37,7 +37,7 @@ func randOptString(rng *rand.Rand) *string {
 func randRequest(rng *rand.Rand) *request {
 	r := &request{Op: []string{opSubscribe, opPublish, opResume, opQuery, ""}[rng.Intn(5)], Holder: []string{"", "n1"}[rng.Intn(2)],
 		Sid: []string{"", "1700000000000000000-1.2"}[rng.Intn(2)], After: rng.Int63() - rng.Int63(), Owner: []string{"", "ann"}[rng.Intn(2)],
-		Route: rng.Uint64(), Skip: rng.Intn(1000) - 10}
+		Route: rng.Uint64(), Epoch: rng.Uint64(), Skip: rng.Intn(1000) - 10}
 	switch rng.Intn(3) {
 	case 1:
 		r.Sids = []string{}

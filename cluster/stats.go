@@ -11,16 +11,20 @@ type Stats struct {
 	Notifications  uint64 // notifications sent to holding nodes
 	Batches        uint64 // NATS messages that carried them and the batched replies
 	Appends        uint64 // batches appended to shard logs
+	PastRefs       uint64 // past results sent to other nodes by number (refs.go)
+	PastRendered   uint64 // past results sent to other nodes as renderings
+	LostRefs       uint64 // replies failed here for naming past results not kept
 	Owned          int    // shards served now
 }
 
 type counters struct {
 	requests, replies, batchedReplies, notifications, batches, appends atomic.Uint64
+	pastRefs, pastRendered, lostRefs                                   atomic.Uint64
 }
 
 // Stats returns the node's counters.
 func (n *Node) Stats() Stats {
 	c := &n.counters
 	return Stats{Requests: c.requests.Load(), Replies: c.replies.Load(), BatchedReplies: c.batchedReplies.Load(), Notifications: c.notifications.Load(), Batches: c.batches.Load(),
-		Appends: c.appends.Load(), Owned: len(n.Owned())}
+		Appends: c.appends.Load(), PastRefs: c.pastRefs.Load(), PastRendered: c.pastRendered.Load(), LostRefs: c.lostRefs.Load(), Owned: len(n.Owned())}
 }

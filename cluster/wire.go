@@ -47,6 +47,7 @@ type request struct {
 	Sids   []string // a detach's subscriptions
 	After  int64
 	Route  uint64 // the holder's number for the route it is making
+	Epoch  uint64 // the holder's epoch of kept past results (refs.go)
 	Owner  string // the uid that must own Sid
 	Query  *service.Query
 	Skip   int // a query's results already received
@@ -64,6 +65,10 @@ type reply struct {
 	Node  string                      // the owner that answered
 	Pubs  []subscriptions.Publication // a page of a query's results
 	More  bool                        // more results follow Pubs
+	// Epoch is the holder's epoch when it asked (request.Epoch): an
+	// owner refers to past results it sent the holder only within it.
+	// It does not cross on its own: it rides with the references.
+	Epoch uint64
 }
 
 // wireError carries an error's kind across nodes, so that a client gets

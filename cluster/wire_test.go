@@ -19,7 +19,7 @@ func TestBatchRoundTrip(t *testing.T) {
 	b.note(1<<40, &delivery.Notification{Sid: "x-1.4", Uid: "bob", Seq: 12, Prev: 3, Pub: p, Body: []byte(`{"pid":"p"}`), Replayed: true})
 	b.note(7, &delivery.Notification{Sid: "y-1", Uid: "cy", Seq: 5, Pub: q, Body: []byte(`{"pid":"q"}`)})
 	b.ended(&lostRoute{Sid: "z-2", Why: delivery.EndWindow, Last: 9, Node: "n1"})
-	b.reply("3f", encodeReply(&reply{Sid: "z-1", Match: 4}))
+	b.reply("3f", encodeReply(&reply{Sid: "z-1", Match: 4}, nil))
 	b.note(9, &delivery.Notification{Sid: "z-1", Uid: "di", Seq: 6, Prev: 5, Pub: p, Body: []byte(`{"pid":"p"}`)})
 	var got []notification
 	var ends []*lostRoute
@@ -33,7 +33,7 @@ func TestBatchRoundTrip(t *testing.T) {
 		},
 		ended: func(l *lostRoute) { ends = append(ends, l); order = append(order, "end "+l.Sid) },
 		replied: func(call string, data []byte) {
-			r, err := decodeReply(data)
+			r, err := decodeReply(data, newKeptRefs(0))
 			if err != nil || r.Sid != "z-1" || r.Match != 4 {
 				t.Fatalf("reply %+v: %v", r, err)
 			}
@@ -67,7 +67,7 @@ func FuzzNotes(f *testing.F) {
 	p := &subscriptions.Publication{Uid: "a", Cell: subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{2}}, Tp: 5, Tmax: 9}
 	b.note(3, &delivery.Notification{Sid: "s", Uid: "u", Seq: 1, Pub: p, Body: []byte("{}")})
 	b.ended(&lostRoute{Sid: "s"})
-	b.reply("a", encodeReply(&reply{Sid: "s"}))
+	b.reply("a", encodeReply(&reply{Sid: "s"}, nil))
 	f.Add(b.buf)
 	f.Add([]byte{batchNote, 0})
 	f.Add([]byte{batchReply, 1, 'a', 5})
@@ -81,7 +81,7 @@ func FuzzNotes(f *testing.F) {
 				}
 			},
 			ended:   func(*lostRoute) {},
-			replied: func(_ string, data []byte) { decodeReply(data) },
+			replied: func(_ string, data []byte) { decodeReply(data, newKeptRefs(0)) },
 		})
 	})
 }

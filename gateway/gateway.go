@@ -303,8 +303,12 @@ func (g *Gateway) subscribe(ctx context.Context, s session, req *Request) error 
 		if res.Stored {
 			s.holds(sid)
 		}
+		past := res.Rendered // from another node, rendered there
+		if past == nil {
+			past = g.render(res.Past)
+		}
 		g.replyPaged(s, req, encode(subscribedReply{ID: req.ID, Op: "subscribed", Sid: sid, Cell: res.Sub.Cell.String(), Cover: coverStrings(res.Sub.Cover),
-			Ts: FormatTime(res.Sub.Ts), ExpiresAt: FormatTime(res.Sub.Tmax), Live: res.Stored}), "results", res.Past)
+			Ts: FormatTime(res.Sub.Ts), ExpiresAt: FormatTime(res.Sub.Tmax), Live: res.Stored}), "results", past)
 	})
 }
 
@@ -327,7 +331,7 @@ func (g *Gateway) publish(ctx context.Context, s session, req *Request) error {
 		r := publishedReply{ID: req.ID, Op: "published", Pid: res.Pub.Pid(), Cell: res.Pub.Cell.String(), Cover: coverStrings(res.Pub.Cover),
 			Tp: FormatTime(res.Pub.Tp), ExpiresAt: FormatTime(res.Pub.Tmax), Matched: len(res.Matches)}
 		if req.SelfJoin {
-			g.replyPaged(s, req, encode(r), "recent", res.Recent)
+			g.replyPaged(s, req, encode(r), "recent", g.render(res.Recent))
 			return
 		}
 		s.reply(encode(r))

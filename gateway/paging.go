@@ -76,13 +76,21 @@ func splitPages(sizes []int, first, rest, budget int) []int {
 	return append(ends, len(sizes))
 }
 
-// replyPaged answers req on s with head, an encoded reply object, and the
-// publications ps under key, in pages if they outgrow the budget.
-func (g *Gateway) replyPaged(s session, req *Request, head []byte, key string, ps []subscriptions.Publication) {
+// render renders publications as clients receive them.
+func (g *Gateway) render(ps []subscriptions.Publication) [][]byte {
 	items := make([][]byte, len(ps))
-	sizes := make([]int, len(ps))
 	for i := range ps {
 		items[i] = g.loc.EncodePublication(&ps[i])
+	}
+	return items
+}
+
+// replyPaged answers req on s with head, an encoded reply object, and the
+// rendered publications items under key, in pages if they outgrow the
+// budget.
+func (g *Gateway) replyPaged(s session, req *Request, head []byte, key string, items [][]byte) {
+	sizes := make([]int, len(items))
+	for i := range items {
 		sizes[i] = len(items[i])
 	}
 	of := replyOp(head)

@@ -23,7 +23,7 @@ func (g *Gateway) query(s session, req *Request) error {
 	if err != nil {
 		return queryError(err)
 	}
-	g.replyPaged(s, req, encode(resultsReply{ID: req.ID, Op: "results", Attr: req.Attr, Count: len(res)}), "results", res)
+	g.replyPaged(s, req, encode(resultsReply{ID: req.ID, Op: "results", Attr: req.Attr, Count: len(res)}), "results", g.render(res))
 	return nil
 }
 

@@ -45,6 +45,11 @@ type SubscribeResult struct {
 	Sub    Subscription
 	Stored bool
 	Past   []Publication
+	// Rendered, when not nil, stands for Past: its publications as
+	// clients receive them, in the same order. A cluster node gets the
+	// past results of another node's shard so (most by reference to what
+	// it keeps), and would only render them.
+	Rendered [][]byte
 }
 
 // PublishResult is what PUBLISH returns: the publication as stamped,
