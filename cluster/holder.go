@@ -65,13 +65,13 @@ type holder struct {
 	mu     sync.Mutex
 	calls  map[string]*call
 	routes map[string]*route     // by sid
-	byID   map[uint64]*route     // the same routes, by id
+	byID   routeTable            // the same routes, by id
 	owner  map[string]string     // shard -> node, as the lease loop last read
 	note   delivery.Notification // filled for each notification passed on
 }
 
 func newHolder(n *Node) *holder {
-	return &holder{n: n, kept: newKeptRefs(time.Now().UnixNano()), calls: map[string]*call{}, routes: map[string]*route{}, byID: map[uint64]*route{}, owner: map[string]string{}}
+	return &holder{n: n, kept: newKeptRefs(time.Now().UnixNano()), calls: map[string]*call{}, routes: map[string]*route{}, owner: map[string]string{}}
 }
 
 // put makes r the route of its sid, in place of the one it had. h.mu is
@@ -79,13 +79,13 @@ func newHolder(n *Node) *holder {
 func (h *holder) put(r *route) {
 	h.drop(r.sid)
 	h.routes[r.sid] = r
-	h.byID[r.id] = r
+	h.byID.put(r)
 }
 
 // drop forgets the route of sid. h.mu is held.
 func (h *holder) drop(sid string) {
 	if r := h.routes[sid]; r != nil {
-		delete(h.byID, r.id)
+		h.byID.del(r.id)
 		delete(h.routes, sid)
 	}
 }
@@ -233,7 +233,7 @@ func (h *holder) notify(ws []notification) {
 
 // notifyOne is notify for one notification. h.mu is held.
 func (h *holder) notifyOne(w *notification) {
-	r := h.byID[w.Route]
+	r := h.byID.get(w.Route)
 	if r != nil && r.state == opening {
 		if len(r.held) < maxHeld {
 			r.held = append(r.held, *w)
@@ -284,7 +284,7 @@ func (h *holder) end(r *route, l *lostRoute) {
 
 // opening returns route id if it is opening, else nil. h.mu is held.
 func (h *holder) opening(id uint64) *route {
-	if r := h.byID[id]; r != nil && r.state == opening {
+	if r := h.byID.get(id); r != nil && r.state == opening {
 		return r
 	}
 	return nil
