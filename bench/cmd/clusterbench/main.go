@@ -50,7 +50,7 @@ func main() {
 	seed := flag.Int64("seed", 1, "workload seed")
 	keep := flag.Bool("keep", false, "keep the brokers' data and logs")
 	flag.StringVar(&profileDir, "pprof", "", "write a CPU profile of each broker, from the start of the publications, to this directory")
-	flag.DurationVar(&profileFor, "pprof-for", 5*time.Second, "how long the profiles of -pprof run (whole seconds; longer than the run, they end with it)")
+	flag.DurationVar(&profileFor, "pprof-for", 5*time.Second, "how long the profiles of -pprof run (whole seconds; keep it shorter than the run: a profile still running when its broker stops is lost)")
 	kind := flag.String("workload", "cells", "cells (subscriptions first, publications at depths 1-6) or moving (the moving-user workload)")
 	ops := flag.Int("ops", 40000, "operations of the moving-user workload")
 	life := flag.Duration("lifetime", 0, "the moving-user workload's windows and expiry (0: the workload's 10 s windows and 20 s expiry)")
