@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,18 +61,26 @@ type holder struct {
 	n    *Node
 	next atomic.Uint64
 
-	kept *keptRefs // past results owners asked this node to keep
+	kept  *keptRefs   // past results owners asked this node to keep
+	inbox batchReader // the NATS inbox's, read on its goroutine alone
 
 	mu     sync.Mutex
 	calls  map[string]*call
-	routes map[string]*route     // by sid
-	byID   routeTable            // the same routes, by id
-	owner  map[string]string     // shard -> node, as the lease loop last read
-	note   delivery.Notification // filled for each notification passed on
+	routes map[string]*route // by sid
+	byID   routeTable        // the same routes, by id
+	owner  map[string]string // shard -> node, as the lease loop last read
+	// recheck: since owners last walked the routes, one went live
+	// through an owner other than the one owner names, or waits for one
+	// (orphan). Otherwise the walk waits for the owners to change: at
+	// tens of thousands of routes it held the lock every tick.
+	recheck bool
+	note    delivery.Notification // filled for each notification passed on
 }
 
 func newHolder(n *Node) *holder {
-	return &holder{n: n, kept: newKeptRefs(time.Now().UnixNano()), calls: map[string]*call{}, routes: map[string]*route{}, owner: map[string]string{}}
+	h := &holder{n: n, kept: newKeptRefs(time.Now().UnixNano()), calls: map[string]*call{}, routes: map[string]*route{}, owner: map[string]string{}}
+	h.inbox = batchReader{notes: h.notify, ended: h.lost, replied: func(call string, data []byte) { h.replied(call, data, false) }}
+	return h
 }
 
 // put makes r the route of its sid, in place of the one it had. h.mu is
@@ -95,8 +104,7 @@ func (h *holder) receive(m *nats.Msg) {
 	kind := strings.TrimPrefix(m.Subject, nodeSubject+h.n.cfg.ID+".")
 	switch {
 	case kind == "n":
-		err := readBatch(m.Data, batchReader{notes: h.notify, ended: h.lost, replied: func(call string, data []byte) { h.replied(call, data, false) }})
-		if err != nil {
+		if err := h.inbox.readBatch(m.Data); err != nil {
 			h.n.log.Error("cluster: a damaged notification batch", "err", err)
 		}
 	case strings.HasPrefix(kind, "r."):
@@ -316,6 +324,9 @@ func (h *holder) open(id uint64) {
 	}
 	r.ended = nil // with an overflow: the resume finds it ended
 	again := r.state == live && (r.overflow || (h.owner[r.shard] != "" && h.owner[r.shard] != r.node))
+	if h.owner[r.shard] != r.node {
+		h.recheck = true // owners resumes it if its shard still has no owner
+	}
 	r.overflow = false
 	if again {
 		r.state = resuming
@@ -345,7 +356,12 @@ func (h *holder) abandon(id uint64) {
 func (h *holder) owners(m map[string]string) {
 	var again []*route
 	h.mu.Lock()
-	h.owner = m
+	if !h.recheck && maps.Equal(m, h.owner) {
+		h.owner = m
+		h.mu.Unlock()
+		return
+	}
+	h.owner, h.recheck = m, false
 	for _, r := range h.routes {
 		if (r.state == live && m[r.shard] != r.node) || (r.state == orphan && m[r.shard] != "") {
 			r.state = resuming
@@ -374,6 +390,9 @@ func (h *holder) resume(r *route) {
 		}
 		if rep.Err == nil {
 			r.state, r.node = live, rep.Node
+			if h.owner[r.shard] != r.node {
+				h.recheck = true
+			}
 		}
 	})
 	if err == nil {
@@ -390,6 +409,7 @@ func (h *holder) resume(r *route) {
 		return
 	}
 	r.state = orphan // tried again once the lease loop sees an owner
+	h.recheck = true
 	h.n.log.Warn("cluster: resuming a subscription at its shard's owner", "sid", sid, "shard", r.shard, "err", err)
 }
 

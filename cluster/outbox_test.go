@@ -46,7 +46,7 @@ func TestOutboxRepliesRideBatches(t *testing.T) {
 	// read decodes one batch into what it held, in order.
 	read := func(m *nats.Msg) []string {
 		var got []string
-		err := readBatch(m.Data, batchReader{
+		err := (&batchReader{
 			notes: func(ns []notification) {
 				for _, n := range ns {
 					got = append(got, fmt.Sprintf("note %d %s", n.Route, n.Pub.Desc))
@@ -60,7 +60,7 @@ func TestOutboxRepliesRideBatches(t *testing.T) {
 				}
 				got = append(got, fmt.Sprintf("reply %s %s", call, r.Sid))
 			},
-		})
+		}).readBatch(m.Data)
 		if err != nil {
 			t.Fatal(err)
 		}

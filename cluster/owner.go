@@ -32,7 +32,7 @@ type owner struct {
 	quit  chan struct{}
 	done  chan struct{}
 	mu    sync.Mutex
-	sinks map[string]*remoteSink // holder node + " " + sid
+	sinks map[string]*remoteSink // by holding node
 	// queries holds a token for each query running (see take).
 	queries chan struct{}
 	// catalogReady is closed once the catalog has learned the
@@ -280,16 +280,13 @@ func (o *owner) exec(p *op, log *[]byte) func(error) {
 		if r.Sub == nil {
 			return fail(fmt.Errorf("%w: subscribe without a request", subscriptions.ErrBadRequest))
 		}
-		k := newRemoteSink(o, r.Holder, "", r.Route)
-		k.held = true
+		k := o.sink(r.Holder)
+		k.hold(r.Route)
 		var res *subscriptions.SubscribeResult
-		err := o.svc.Subscribe(ctx, r.Sub, k, func(sr *subscriptions.SubscribeResult, sid string) {
-			res, k.sid = sr, sid
-			o.mu.Lock()
-			o.sinks[r.Holder+" "+sid] = k
-			o.mu.Unlock()
-		})
+		var sid string
+		err := o.svc.SubscribeTagged(ctx, r.Sub, k, r.Route, func(sr *subscriptions.SubscribeResult, id string) { res, sid = sr, id })
 		if err != nil {
+			k.drop(r.Route)
 			return fail(err)
 		}
 		if res.Stored {
@@ -297,11 +294,12 @@ func (o *owner) exec(p *op, log *[]byte) func(error) {
 		}
 		return func(err error) {
 			if err != nil {
+				k.drop(r.Route)
 				o.answer(p.req.Holder, p.reply, &reply{Err: toWire(err)})
 				return
 			}
-			o.answer(p.req.Holder, p.reply, &reply{Sid: k.sid, SubR: res, Epoch: p.req.Epoch})
-			k.release()
+			o.answer(p.req.Holder, p.reply, &reply{Sid: sid, SubR: res, Epoch: p.req.Epoch})
+			k.release(r.Route)
 		}
 	case opPublish:
 		if r.Pub == nil {
@@ -334,38 +332,41 @@ func (o *owner) exec(p *op, log *[]byte) func(error) {
 			o.answer(p.req.Holder, p.reply, out)
 		}
 	case opResume:
-		key := r.Holder + " " + r.Sid
-		o.mu.Lock()
-		k := o.sinks[key]
-		if k == nil {
-			k = newRemoteSink(o, r.Holder, r.Sid, r.Route)
-			o.sinks[key] = k
-		}
-		o.mu.Unlock()
+		k := o.sink(r.Holder)
 		k.hold(r.Route)
 		var res *subscriptions.ReplayResult
-		err := o.svc.Resume(ctx, r.Sid, r.After, r.Owner, k, func(rr *subscriptions.ReplayResult) { res = rr })
+		err := o.svc.ResumeTagged(ctx, r.Sid, r.After, r.Owner, k, r.Route, func(rr *subscriptions.ReplayResult) { res = rr })
 		if err != nil {
-			k.release()
+			k.drop(r.Route)
 			return fail(err)
 		}
 		return func(error) {
 			o.answer(p.req.Holder, p.reply, &reply{Sid: r.Sid, Rep: &subscriptions.ReplayResult{Sub: res.Sub, Now: res.Now}, N: len(res.Pubs)})
-			k.release()
+			k.release(r.Route)
 		}
 	case opDetach:
-		for _, sid := range r.Sids {
-			o.mu.Lock()
-			k := o.sinks[r.Holder+" "+sid]
-			delete(o.sinks, r.Holder+" "+sid)
-			o.mu.Unlock()
-			if k != nil {
-				o.svc.Detach([]string{sid}, k)
-			}
-		}
+		o.svc.Detach(r.Sids, o.sink(r.Holder))
 		return func(error) { o.answer(p.req.Holder, p.reply, &reply{}) }
 	}
 	return fail(fmt.Errorf("%w: unknown cluster operation %q", subscriptions.ErrBadRequest, r.Op))
+}
+
+// sink returns the sink of the routes to node holder.
+func (o *owner) sink(holder string) *remoteSink {
+	o.mu.Lock()
+	k := o.sinks[holder]
+	o.mu.Unlock()
+	if k != nil {
+		return k
+	}
+	nk := newRemoteSink(o, holder) // takes Node.outMu: not under o.mu
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if k = o.sinks[holder]; k == nil {
+		k = nk
+		o.sinks[holder] = k
+	}
+	return k
 }
 
 // close stops serving the shard. Its routes end without telling the

@@ -6,59 +6,88 @@ import (
 	"github.com/seed84792017/cellcast/delivery"
 )
 
-// remoteSink is, on a shard's owner, the route of one subscription to
-// the node holding its subscriber. Until its operation's answer has gone
-// out (after the log append) it holds notifications and its end, so the
-// holder sees the answer first: an end that overtook the answer would
-// find no route at the holder, and the subscriber would never hear that
-// its window is over.
+// remoteSink is, on a shard's owner, the sink of every subscription whose
+// subscriber one node holds. The hub tags each route with the holder's
+// number for it (delivery.Hub.SubscribeTagged), so a notification names
+// its route without a sink of its own per subscription: one of those cost
+// a cache miss per notification on the owner.
+//
+// Until a route's operation has been answered (after the log append),
+// the sink holds the route's notifications and its end, so the holder
+// sees the answer first: an end that overtook the answer would find no
+// route at the holder, and the subscriber would never hear that its
+// window is over.
 type remoteSink struct {
-	o           *owner
-	holder, sid string
-	out         sender // to holder
+	o      *owner
+	holder string
+	out    sender // to holder
 
-	mu      sync.Mutex
-	route   uint64 // the holder's number for the route
-	held    bool
+	mu   sync.Mutex
+	held map[uint64]*heldRoute // by route: those not answered yet
+}
+
+// heldRoute is what a route not answered yet keeps back.
+type heldRoute struct {
 	pending []delivery.Notification
 	end     *lostRoute // the route ended while held
 }
 
-func newRemoteSink(o *owner, holder, sid string, route uint64) *remoteSink {
-	return &remoteSink{o: o, holder: holder, sid: sid, out: o.n.outbox(holder), route: route}
+func newRemoteSink(o *owner, holder string) *remoteSink {
+	return &remoteSink{o: o, holder: holder, out: o.n.outbox(holder)}
 }
 
-// Notify sends n to the holder, or keeps it while held. It never refuses:
-// NATS buffers, and a holder that falls behind resumes (holder.go).
+// Notify sends n to the holder, or keeps it while its route is held. It
+// never refuses: NATS buffers, and a holder that falls behind resumes
+// (holder.go).
 func (k *remoteSink) Notify(n *delivery.Notification) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.held {
-		k.pending = append(k.pending, *n)
-		return true
+	if len(k.held) > 0 {
+		if h := k.held[n.Tag]; h != nil {
+			h.pending = append(h.pending, *n)
+			return true
+		}
 	}
-	k.out.notify(k.route, n)
+	k.out.notify(n.Tag, n)
 	return true
 }
 
-// hold keeps notifications until release; those released go on route.
+// hold keeps route's notifications and end until release.
 func (k *remoteSink) hold(route uint64) {
 	k.mu.Lock()
-	k.held, k.route = true, route
-	k.mu.Unlock()
+	defer k.mu.Unlock()
+	if k.held == nil {
+		k.held = map[uint64]*heldRoute{}
+	}
+	if k.held[route] == nil {
+		k.held[route] = &heldRoute{}
+	}
 }
 
-// release sends what was held and lets later notifications through.
-func (k *remoteSink) release() {
+// release sends what route held and lets its later notifications
+// through.
+func (k *remoteSink) release(route uint64) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	for i := range k.pending {
-		k.out.notify(k.route, &k.pending[i])
+	h := k.held[route]
+	if h == nil {
+		return
 	}
-	if k.end != nil {
-		k.out.ended(k.end)
+	delete(k.held, route)
+	for i := range h.pending {
+		k.out.notify(route, &h.pending[i])
 	}
-	k.pending, k.held, k.end = nil, false, nil
+	if h.end != nil {
+		k.out.ended(h.end)
+	}
+}
+
+// drop forgets what route held: its operation failed, and its holder
+// will not make the route.
+func (k *remoteSink) drop(route uint64) {
+	k.mu.Lock()
+	delete(k.held, route)
+	k.mu.Unlock()
 }
 
 // Lost is followed by Ended, which says why.
@@ -69,9 +98,6 @@ func (k *remoteSink) Lost(string) {}
 func (k *remoteSink) Ended(e delivery.End) {
 	o := k.o
 	o.mu.Lock()
-	if o.sinks[k.holder+" "+k.sid] == k {
-		delete(o.sinks, k.holder+" "+k.sid)
-	}
 	closing := o.closing
 	o.mu.Unlock()
 	if closing {
@@ -80,8 +106,8 @@ func (k *remoteSink) Ended(e delivery.End) {
 	l := &lostRoute{Sid: e.Sid, Uid: e.Uid, Why: e.Why, Last: e.Last, Node: o.lease}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.held {
-		k.end = l
+	if h := k.held[e.Tag]; h != nil {
+		h.end = l
 		return
 	}
 	k.out.ended(l)

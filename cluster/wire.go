@@ -125,26 +125,33 @@ type batchReader struct {
 	notes   func([]notification)
 	ended   func(*lostRoute)
 	replied func(call string, data []byte)
+	// run and pubs are kept from batch to batch: a batch holds hundreds
+	// of notifications, and growing them anew each time showed in the
+	// holding node's profile. Only one goroutine reads with a reader.
+	run  []notification
+	pubs []notification // the batch's publications, by index, with their renderings
 }
 
 // readBatch reads an outbox's batch into r, in order. A damaged batch is
 // an error; what came before the damage has been read.
-func readBatch(b []byte, r batchReader) error {
-	var run []notification
-	err := readEntries(b, r, &run)
-	if len(run) > 0 {
-		r.notes(run)
+func (r *batchReader) readBatch(b []byte) error {
+	err := r.readEntries(b)
+	if len(r.run) > 0 {
+		r.notes(r.run)
 	}
+	clear(r.run) // the publications are the sinks' now, not the reader's
+	clear(r.pubs)
+	r.run, r.pubs = r.run[:0], r.pubs[:0]
 	return err
 }
 
-// readEntries is readBatch gathering notifications in run.
-func readEntries(b []byte, r batchReader, run *[]notification) error {
-	var pubs []notification // the publications, by index, with their renderings
+// readEntries is readBatch gathering notifications in r.run.
+func (r *batchReader) readEntries(b []byte) error {
 	flush := func() {
-		if len(*run) > 0 {
-			r.notes(*run)
-			*run = (*run)[:0]
+		if len(r.run) > 0 {
+			r.notes(r.run)
+			clear(r.run)
+			r.run = r.run[:0]
 		}
 	}
 	w := wireReader{b: b}
@@ -159,15 +166,15 @@ func readEntries(b []byte, r batchReader, run *[]notification) error {
 			if err != nil {
 				return fmt.Errorf("cluster: notification batch: %w", err)
 			}
-			pubs = append(pubs, notification{Pub: &p, Body: body})
+			r.pubs = append(r.pubs, notification{Pub: &p, Body: body})
 		case batchNote:
 			route, seq := w.uvarint(), w.varint()
 			replayed := w.byte() == 1
 			i := w.uvarint()
-			if w.bad || i >= uint64(len(pubs)) {
+			if w.bad || i >= uint64(len(r.pubs)) {
 				return errShort
 			}
-			*run = append(*run, notification{Route: route, Seq: seq, Replayed: replayed, Pub: pubs[i].Pub, Body: pubs[i].Body})
+			r.run = append(r.run, notification{Route: route, Seq: seq, Replayed: replayed, Pub: r.pubs[i].Pub, Body: r.pubs[i].Body})
 		case batchEnded:
 			j := w.bytes()
 			if w.bad {

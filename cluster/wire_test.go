@@ -24,7 +24,7 @@ func TestBatchRoundTrip(t *testing.T) {
 	var got []notification
 	var ends []*lostRoute
 	var order []string
-	err := readBatch(b.buf, batchReader{
+	err := (&batchReader{
 		notes: func(ns []notification) {
 			for _, n := range ns {
 				got = append(got, n)
@@ -39,7 +39,7 @@ func TestBatchRoundTrip(t *testing.T) {
 			}
 			order = append(order, "reply "+call)
 		},
-	})
+	}).readBatch(b.buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func FuzzNotes(f *testing.F) {
 	f.Add([]byte{batchNote, 0})
 	f.Add([]byte{batchReply, 1, 'a', 5})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		readBatch(data, batchReader{
+		(&batchReader{
 			notes: func(ns []notification) {
 				for _, n := range ns {
 					if n.Pub == nil {
@@ -82,6 +82,6 @@ func FuzzNotes(f *testing.F) {
 			},
 			ended:   func(*lostRoute) {},
 			replied: func(_ string, data []byte) { decodeReply(data, newKeptRefs(0)) },
-		})
+		}).readBatch(data)
 	})
 }

@@ -79,10 +79,10 @@ func (h *Hub) dispatch(res *subscriptions.PublishResult) {
 		case p.Tp <= r.from:
 			// Replayed by the resume that attached the route.
 		case r.holding:
-			r.hold(&Notification{Sid: r.sid, Uid: s.Uid, Seq: Seq(s.Ts, p), Pub: p, Body: body})
+			r.hold(&Notification{Sid: r.sid, Uid: s.Uid, Seq: Seq(s.Ts, p), Pub: p, Body: body, Tag: r.tag})
 		case r.lagging:
 			skipped++
-		case r.sink.Notify(n.set(r.sid, s.Uid, Seq(s.Ts, p), r.last, p, body)):
+		case r.sink.Notify(n.set(r, s.Uid, Seq(s.Ts, p), p, body)):
 			sent++
 			r.last = Seq(s.Ts, p)
 		default:

@@ -27,6 +27,7 @@ type End struct {
 	// after a resume, at least its resume point), so a subscriber can
 	// tell whether it missed the last ones.
 	Last int64
+	Tag  uint64 // the route's (Notification.Tag)
 }
 
 // An Ender is a Sink that also hears why a subscription stopped routing

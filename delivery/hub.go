@@ -50,11 +50,15 @@ type Notification struct {
 	// Replayed: the notification comes from the store, by a resume or a
 	// catch-up, not straight from its publication's dispatch.
 	Replayed bool
+	// Tag is the tag the route was made with (SubscribeTagged,
+	// ResumeTagged; 0 otherwise): a sink serving many routes tells them
+	// apart by it without a lookup of its own.
+	Tag uint64
 }
 
 // set makes n a live notification and returns it.
-func (n *Notification) set(sid, uid string, seq, prev int64, p *subscriptions.Publication, body []byte) *Notification {
-	*n = Notification{Sid: sid, Uid: uid, Seq: seq, Prev: prev, Pub: p, Body: body}
+func (n *Notification) set(r *route, uid string, seq int64, p *subscriptions.Publication, body []byte) *Notification {
+	*n = Notification{Sid: r.sid, Uid: uid, Seq: seq, Prev: r.last, Pub: p, Body: body, Tag: r.tag}
 	return n
 }
 
@@ -88,6 +92,7 @@ type Config struct {
 // places in the hub's maps).
 type route struct {
 	sink Sink
+	tag  uint64 // Notification.Tag and End.Tag
 	sid  string
 	uid  string
 	ts   int64
@@ -229,6 +234,12 @@ func (h *Hub) Stats() Stats {
 // sink (when not nil). answer runs with the result and the subscription's
 // id before any notification of the subscription reaches sink.
 func (h *Hub) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequest, sink Sink, answer func(res *subscriptions.SubscribeResult, sid string)) error {
+	return h.SubscribeTagged(ctx, req, sink, 0, answer)
+}
+
+// SubscribeTagged is Subscribe with the route's notifications and end
+// carrying tag, for a sink that serves many routes.
+func (h *Hub) SubscribeTagged(ctx context.Context, req *subscriptions.SubscribeRequest, sink Sink, tag uint64, answer func(res *subscriptions.SubscribeResult, sid string)) error {
 	l := h.seq.beginJoin()
 	defer h.seq.finishJoin(l)
 	res, err := h.cfg.Store.Subscribe(ctx, req)
@@ -240,7 +251,7 @@ func (h *Hub) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequest
 		answer(res, sid)
 		return nil
 	}
-	r := &route{sink: sink, sid: sid, uid: res.Sub.Uid, ts: res.Sub.Ts, from: res.Sub.Ts, tmax: res.Sub.Tmax}
+	r := &route{sink: sink, tag: tag, sid: sid, uid: res.Sub.Uid, ts: res.Sub.Ts, from: res.Sub.Ts, tmax: res.Sub.Tmax}
 	h.attach(r, nil)
 	answer(res, sid)
 	h.open(r)
@@ -302,6 +313,12 @@ func (h *Hub) Unsubscribe(ctx context.Context, sid, owner string) error {
 // and routes it to sink. owner (when not empty) must have made it. answer
 // runs with the replay before any later notification reaches sink.
 func (h *Hub) Resume(ctx context.Context, sid string, after int64, owner string, sink Sink, answer func(*subscriptions.ReplayResult)) error {
+	return h.ResumeTagged(ctx, sid, after, owner, sink, 0, answer)
+}
+
+// ResumeTagged is Resume with the route's notifications and end carrying
+// tag, for a sink that serves many routes.
+func (h *Hub) ResumeTagged(ctx context.Context, sid string, after int64, owner string, sink Sink, tag uint64, answer func(*subscriptions.ReplayResult)) error {
 	if after < 0 {
 		return ErrBadSeq
 	}
@@ -318,7 +335,7 @@ func (h *Hub) Resume(ctx context.Context, sid string, after int64, owner string,
 	if err := owned(res.Sub, owner); err != nil {
 		return err
 	}
-	r := &route{sink: sink, sid: sid, uid: res.Sub.Uid, ts: ts, from: res.Now, tmax: res.Sub.Tmax, last: after}
+	r := &route{sink: sink, tag: tag, sid: sid, uid: res.Sub.Uid, ts: ts, from: res.Now, tmax: res.Sub.Tmax, last: after}
 	h.attach(r, nil)
 	answer(res)
 	h.replay(r, res)
@@ -344,15 +361,16 @@ func (h *Hub) attach(r *route, expect *route) bool {
 		}
 		for i := range d.res.Matches {
 			if s := &d.res.Matches[i]; s.Ts == r.ts {
-				r.hold(&Notification{Sid: r.sid, Uid: s.Uid, Seq: Seq(s.Ts, &d.res.Pub), Pub: &d.res.Pub, Body: d.body})
+				r.hold(&Notification{Sid: r.sid, Uid: s.Uid, Seq: Seq(s.Ts, &d.res.Pub), Pub: &d.res.Pub, Body: d.body, Tag: r.tag})
 				break
 			}
 		}
 	}
 	old := h.routes[r.ts]
 	var oldLast int64
+	var oldTag uint64
 	if old != nil {
-		oldLast = old.last
+		oldLast, oldTag = old.last, old.tag
 	}
 	h.routes[r.ts] = r
 	delete(h.lagging, r.ts) // the new route catches up by its own replay
@@ -361,7 +379,7 @@ func (h *Hub) attach(r *route, expect *route) bool {
 	}
 	h.mu.Unlock()
 	if old != nil && old.sink != r.sink {
-		Lose(old.sink, End{Sid: r.sid, Uid: r.uid, Why: EndMoved, Last: oldLast})
+		Lose(old.sink, End{Sid: r.sid, Uid: r.uid, Why: EndMoved, Last: oldLast, Tag: oldTag})
 	}
 	return true
 }
@@ -461,7 +479,7 @@ func (h *Hub) Expire(now int64) {
 				case r.cancelled:
 					why = EndCancelled
 				}
-				gone = append(gone, ended{r.sink, End{Sid: r.sid, Uid: r.uid, Why: why, Last: r.last}})
+				gone = append(gone, ended{r.sink, End{Sid: r.sid, Uid: r.uid, Why: why, Last: r.last, Tag: r.tag}})
 			}
 		}
 		delete(h.ending, sec)

@@ -36,7 +36,7 @@ func (h *Hub) replay(r *route, res *subscriptions.ReplayResult) bool {
 	var sent uint64
 	for i := range res.Pubs {
 		p := &res.Pubs[i]
-		n := &Notification{Sid: r.sid, Uid: res.Sub.Uid, Seq: Seq(res.Sub.Ts, p), Pub: p, Body: h.cfg.Encode(p), Replayed: true}
+		n := &Notification{Sid: r.sid, Uid: res.Sub.Uid, Seq: Seq(res.Sub.Ts, p), Pub: p, Body: h.cfg.Encode(p), Replayed: true, Tag: r.tag}
 		if n.Seq <= r.last {
 			continue
 		}
@@ -111,13 +111,13 @@ func (h *Hub) catchUp(ctx context.Context, r *route) (bool, error) {
 			delete(h.lagging, r.ts)
 		}
 		h.mu.Unlock()
-		Lose(r.sink, End{Sid: r.sid, Uid: r.uid, Why: EndBehind, Last: after})
+		Lose(r.sink, End{Sid: r.sid, Uid: r.uid, Why: EndBehind, Last: after, Tag: r.tag})
 		return true, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	nr := &route{sink: r.sink, sid: r.sid, uid: r.uid, ts: r.ts, from: res.Now, tmax: min(tmax, res.Sub.Tmax), last: after, lagSince: lagSince}
+	nr := &route{sink: r.sink, tag: r.tag, sid: r.sid, uid: r.uid, ts: r.ts, from: res.Now, tmax: min(tmax, res.Sub.Tmax), last: after, lagSince: lagSince}
 	if !h.attach(nr, r) {
 		return true, nil
 	}

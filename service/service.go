@@ -116,6 +116,12 @@ func (s *Service) Subscribe(ctx context.Context, req *subscriptions.SubscribeReq
 	return s.hub.Subscribe(ctx, req, sink, answer)
 }
 
+// SubscribeTagged is Subscribe with the route tagged for a sink that
+// serves many (delivery.Hub.SubscribeTagged).
+func (s *Service) SubscribeTagged(ctx context.Context, req *subscriptions.SubscribeRequest, sink delivery.Sink, tag uint64, answer func(*subscriptions.SubscribeResult, string)) error {
+	return s.hub.SubscribeTagged(ctx, req, sink, tag, answer)
+}
+
 // Publish stores the publication, releases it for dispatch, catalogues
 // it, and then answers. It fails with a *delivery.OverloadedError while
 // delivery is too far behind; nothing is stored then.
@@ -158,6 +164,12 @@ func (s *Service) Unsubscribe(ctx context.Context, sid, owner string) error {
 // missed after the sequence number after; answer runs first.
 func (s *Service) Resume(ctx context.Context, sid string, after int64, owner string, sink delivery.Sink, answer func(*subscriptions.ReplayResult)) error {
 	return s.hub.Resume(ctx, sid, after, owner, sink, answer)
+}
+
+// ResumeTagged is Resume with the route tagged for a sink that serves
+// many (delivery.Hub.ResumeTagged).
+func (s *Service) ResumeTagged(ctx context.Context, sid string, after int64, owner string, sink delivery.Sink, tag uint64, answer func(*subscriptions.ReplayResult)) error {
+	return s.hub.ResumeTagged(ctx, sid, after, owner, sink, tag, answer)
 }
 
 // CatchUp replays to sink what its lagging subscriptions missed
