@@ -309,7 +309,7 @@ func (h *holder) open(id uint64) {
 		h.mu.Unlock()
 		return
 	}
-	r.state = live
+	h.live(r, r.node)
 	held := r.held
 	r.held = nil
 	for i := range held {
@@ -324,9 +324,6 @@ func (h *holder) open(id uint64) {
 	}
 	r.ended = nil // with an overflow: the resume finds it ended
 	again := r.state == live && (r.overflow || (h.owner[r.shard] != "" && h.owner[r.shard] != r.node))
-	if h.owner[r.shard] != r.node {
-		h.recheck = true // owners resumes it if its shard still has no owner
-	}
 	r.overflow = false
 	if again {
 		r.state = resuming
@@ -354,24 +351,45 @@ func (h *holder) abandon(id uint64) {
 // owners learns who owns each shard, and resumes at its new owner every
 // route whose owner changed or that waits for one.
 func (h *holder) owners(m map[string]string) {
-	var again []*route
 	h.mu.Lock()
+	again := h.moved(m)
+	h.mu.Unlock()
+	for _, r := range again {
+		go h.resume(r)
+	}
+}
+
+// moved takes m as the shards' owners and returns the routes to resume
+// at theirs, marked resuming. h.mu is held.
+func (h *holder) moved(m map[string]string) []*route {
 	if !h.recheck && maps.Equal(m, h.owner) {
 		h.owner = m
-		h.mu.Unlock()
-		return
+		return nil
 	}
 	h.owner, h.recheck = m, false
+	var again []*route
 	for _, r := range h.routes {
 		if (r.state == live && m[r.shard] != r.node) || (r.state == orphan && m[r.shard] != "") {
 			r.state = resuming
 			again = append(again, r)
 		}
 	}
-	h.mu.Unlock()
-	for _, r := range again {
-		go h.resume(r)
+	return again
+}
+
+// live makes r live through node. h.mu is held.
+func (h *holder) live(r *route, node string) {
+	r.state, r.node = live, node
+	if h.owner[r.shard] != node {
+		h.recheck = true // moved resumes it, unless the owner shows up
 	}
+}
+
+// orphan marks r as waiting for its shard to have an owner. h.mu is
+// held.
+func (h *holder) orphan(r *route) {
+	r.state = orphan // resumed once the lease loop sees an owner
+	h.recheck = true
 }
 
 // resume routes r through its shard's current owner from its last
@@ -389,10 +407,7 @@ func (h *holder) resume(r *route) {
 			return
 		}
 		if rep.Err == nil {
-			r.state, r.node = live, rep.Node
-			if h.owner[r.shard] != r.node {
-				h.recheck = true
-			}
+			h.live(r, rep.Node)
 		}
 	})
 	if err == nil {
@@ -408,8 +423,7 @@ func (h *holder) resume(r *route) {
 		go delivery.Lose(r.sink, delivery.End{Sid: sid, Uid: uid, Why: delivery.EndWindow, Last: r.last})
 		return
 	}
-	r.state = orphan // tried again once the lease loop sees an owner
-	h.recheck = true
+	h.orphan(r)
 	h.n.log.Warn("cluster: resuming a subscription at its shard's owner", "sid", sid, "shard", r.shard, "err", err)
 }
 
