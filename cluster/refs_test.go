@@ -103,10 +103,9 @@ func TestPastByReference(t *testing.T) {
 	p.sent.appendPast(nil, []subscriptions.Publication{}, "n1.1", p.kept.current(), p.now)
 	p.kept.mu.Lock()
 	p.kept.sweep(p.now)
-	kept := len(p.kept.m)
 	p.kept.mu.Unlock()
-	if len(p.sent.sent) != 0 || p.sent.bytes != 0 || kept != 0 {
-		t.Fatalf("after every publication expired: the owner records %d (%d bytes), the holder keeps %d", len(p.sent.sent), p.sent.bytes, kept)
+	if p.sent.count != 0 || len(p.sent.sent) != 0 || p.sent.bytes != 0 || p.kept.len() != 0 || len(p.kept.m) != 0 {
+		t.Fatalf("after every publication expired: the owner records %d (%d bytes), the holder keeps %d", p.sent.count, p.sent.bytes, p.kept.len())
 	}
 }
 
@@ -171,8 +170,8 @@ func TestSentRefsBounded(t *testing.T) {
 			t.Fatalf("%q, %v", got, err)
 		}
 	}
-	if len(p.sent.sent) != 3 || len(p.kept.m) != 3 {
-		t.Fatalf("the owner records %d, the holder keeps %d: want 3", len(p.sent.sent), len(p.kept.m))
+	if p.sent.count != 3 || p.kept.len() != 3 {
+		t.Fatalf("the owner records %d, the holder keeps %d: want 3", p.sent.count, p.kept.len())
 	}
 }
 
