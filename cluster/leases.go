@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -44,17 +45,31 @@ func (n *Node) run() {
 }
 
 func (n *Node) tick(ctx context.Context, acquire bool) {
-	// Renew first: a slow or failing read below must not let leases lapse.
-	mine := n.renew(ctx)
+	// Renew first: a slow or failing read below must not let leases
+	// lapse. The renewals go out together, and each waits a quarter TTL
+	// at most: while the bucket elects a leader none is answered, and
+	// waited for one after another they held up the reads below, so that
+	// this node saw a dead node's last renewal late and judged its leases
+	// stale seconds after the others did.
 	n.nc.Publish(aliveSubject+n.cfg.ID, nil)
 	// A write of its own tells the node whether the bucket takes writes,
-	// even while it holds no lease.
-	if _, err := n.leases.Put(ctx, probeKey(n.cfg.ID), []byte(time.Now().UTC().Format(time.RFC3339))); err != nil {
-		n.log.Warn("cluster: the lease bucket takes no writes", "err", err)
-		n.writable = time.Time{}
-	} else if n.writable.IsZero() {
-		n.writable = time.Now()
-	}
+	// even while it holds no lease. It may wait out an election (a
+	// failure makes the node wait for half a TTL of writes before it
+	// judges a lease stale), so it runs beside the rest of the tick.
+	probed := make(chan error, 1)
+	go func() {
+		_, err := n.leases.Put(ctx, probeKey(n.cfg.ID), []byte(time.Now().UTC().Format(time.RFC3339)))
+		probed <- err
+	}()
+	defer func() {
+		if err := <-probed; err != nil {
+			n.log.Warn("cluster: the lease bucket takes no writes", "err", err)
+			n.writable = time.Time{}
+		} else if n.writable.IsZero() {
+			n.writable = time.Now()
+		}
+	}()
+	mine := n.renew(ctx)
 	alive := 1 // this node
 	n.mu.Lock()
 	for id, at := range n.heard {
@@ -68,9 +83,10 @@ func (n *Node) tick(ctx context.Context, acquire bool) {
 	owners := map[string]string{}
 	free := map[string]uint64{} // shard -> revision to take it at (0: absent)
 	var order []string
-	var err error
 	for _, s := range all {
-		e, err := n.leases.Get(ctx, s)
+		gctx, cancel := context.WithTimeout(ctx, n.cfg.LeaseTTL/4)
+		e, err := n.leases.Get(gctx, s)
+		cancel()
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
 			free[s] = 0
@@ -104,6 +120,7 @@ func (n *Node) tick(ctx context.Context, acquire bool) {
 			break
 		}
 		var rev uint64
+		var err error
 		value := n.leaseValue()
 		if at := free[s]; at == 0 {
 			rev, err = n.leases.Create(ctx, s, []byte(value))
@@ -154,54 +171,80 @@ func (n *Node) stale(key string, rev uint64) bool {
 // probeKey is the key of a node's own writes in the lease bucket.
 func probeKey(node string) string { return "node." + node }
 
-// renew renews the leases of the shards this node owns or is taking, and
-// returns them. A lease whose revision moved on is lost; one the bucket
-// cannot take a write for now is kept while a read shows it still ours.
+// renew renews the leases of the shards this node owns or is taking, all
+// at once, each waiting a quarter TTL at most, and returns them. A lease
+// whose revision moved on is lost; one the bucket cannot take a write for
+// now is kept while a read shows it still ours.
 func (n *Node) renew(ctx context.Context) []string {
+	type renewal struct {
+		s, value string
+		rev, to  uint64 // to: the revision now
+		at       time.Time
+		err      error
+		mine     bool // after a failed update: a read shows it ours
+	}
 	n.mu.Lock()
-	var mine []string
-	for s := range n.revs {
-		mine = append(mine, s)
+	var rs []*renewal
+	for s, rev := range n.revs {
+		rs = append(rs, &renewal{s: s, value: n.values[s], rev: rev, at: n.renewed[s]})
 	}
 	n.mu.Unlock()
-	sort.Strings(mine)
-	kept := mine[:0]
-	for _, s := range mine {
-		n.mu.Lock()
-		rev, at, value := n.revs[s], n.renewed[s], n.values[s]
-		n.mu.Unlock()
-		r, err := n.leases.Update(ctx, s, []byte(value), rev)
-		if err != nil {
-			if n.stillMine(ctx, s, rev, value) {
-				// The bucket takes no writes now (its leader is being
-				// elected), but nobody else holds the lease: keep serving.
-				// Were it taken meanwhile, the shard's log would refuse
-				// this node's next append.
-				n.log.Warn("cluster: renewing a lease", "shard", s, "err", err, "since", time.Since(at))
-				kept = append(kept, s)
-				continue
+	sort.Slice(rs, func(i, j int) bool { return rs[i].s < rs[j].s })
+	var wg sync.WaitGroup
+	for _, r := range rs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			octx, cancel := context.WithTimeout(ctx, n.cfg.LeaseTTL/4)
+			defer cancel()
+			if r.to, r.err = n.leases.Update(octx, r.s, []byte(r.value), r.rev); r.err != nil {
+				gctx, cancel := context.WithTimeout(ctx, n.cfg.LeaseTTL/4)
+				defer cancel()
+				r.to, r.mine = n.stillMine(gctx, r.s, r.rev, r.value)
 			}
-			n.log.Warn("cluster: a lease was lost", "shard", s, "err", err)
-			n.lose(s)
+		}()
+	}
+	wg.Wait()
+	var kept []string
+	for _, r := range rs {
+		switch {
+		case r.err == nil:
+			n.mu.Lock()
+			if _, ok := n.revs[r.s]; ok {
+				n.revs[r.s], n.renewed[r.s] = r.to, time.Now()
+			}
+			n.mu.Unlock()
+		case r.mine:
+			// The bucket takes no writes now (its leader is being
+			// elected), but nobody else holds the lease: keep serving.
+			// Were it taken meanwhile, the shard's log would refuse
+			// this node's next append.
+			n.log.Warn("cluster: renewing a lease", "shard", r.s, "err", r.err, "since", time.Since(r.at))
+			n.mu.Lock()
+			if n.revs[r.s] == r.rev {
+				n.revs[r.s] = r.to
+			}
+			n.mu.Unlock()
+		default:
+			n.log.Warn("cluster: a lease was lost", "shard", r.s, "err", r.err)
+			n.lose(r.s)
 			continue
 		}
-		n.mu.Lock()
-		if _, ok := n.revs[s]; ok {
-			n.revs[s], n.renewed[s] = r, time.Now()
-		}
-		n.mu.Unlock()
-		kept = append(kept, s)
+		kept = append(kept, r.s)
 	}
 	return kept
 }
 
-// stillMine reports whether the lease of shard s still holds revision rev
-// of this node, as far as a read (served by any replica) tells. A failed
-// read counts as yes: the log's fencing guards against the rest.
-func (n *Node) stillMine(ctx context.Context, s string, rev uint64, value string) bool {
+// stillMine reports whether the lease of shard s still holds this
+// node's value for this take, as far as a read (served by any replica)
+// tells, and at which revision (rev when the read failed). A failed read
+// counts as yes: the log's fencing guards against the rest. The revision
+// may have moved past rev with the value still ours: a renewal that gave
+// up waiting was written after all.
+func (n *Node) stillMine(ctx context.Context, s string, rev uint64, value string) (uint64, bool) {
 	e, err := n.leases.Get(ctx, s)
 	if err != nil {
-		return !errors.Is(err, jetstream.ErrKeyNotFound)
+		return rev, !errors.Is(err, jetstream.ErrKeyNotFound)
 	}
-	return e.Revision() == rev && string(e.Value()) == value
+	return e.Revision(), e.Revision() >= rev && string(e.Value()) == value
 }

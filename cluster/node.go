@@ -270,7 +270,7 @@ func (n *Node) restart(s string) {
 			n.mu.Unlock()
 			break
 		}
-		mine := n.stillMine(ctx, s, rev, old)
+		_, mine := n.stillMine(ctx, s, rev, old)
 		cancel()
 		n.mu.Lock()
 		renewed := n.revs[s] != rev // the lease loop renewed it meanwhile
