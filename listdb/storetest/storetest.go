@@ -342,8 +342,11 @@ func Differential(t *testing.T, open Opener) {
 			if fixed {
 				ops = 15000
 			}
-			if *long {
+			switch {
+			case *long:
 				ops *= 10
+			case testing.Short(): // a peer store's, in make test
+				ops /= 5
 			}
 			r := newRun(t, open, 1, fixed)
 			// r.store changes on reopen: close whichever is current at the end.
