@@ -29,9 +29,11 @@
 // Any node serves any client: Node implements the gateway's operations by
 // sending each to the owner of the shard it concerns over NATS. The owner
 // routes a subscription's notifications to the node holding its
-// subscriber, and that node passes them on once and in order, resumes the
-// subscription at the shard's next owner when the shard moves, and at
-// the same owner when its subscriber fell behind.
+// subscriber, through one sink per holding node (remotesink.go; the hub
+// tags each route with the holder's number for it), and that node passes
+// them on once and in order, resumes the subscription at the shard's next
+// owner when the shard moves, and at the same owner when its subscriber
+// fell behind.
 //
 // Requests, replies and notification batches between nodes are binary
 // (requestcodec.go, replycodec.go, wire.go), with records in the store's
