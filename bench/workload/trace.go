@@ -194,6 +194,11 @@ func parseOp(line string) (Op, string) {
 	if op.Uid == "" {
 		return op, "empty uid"
 	}
+	// A line's own "\r\n" ending is trimmed before; one inside a field
+	// is a line break the writer refuses.
+	if strings.Contains(op.Uid, "\r") {
+		return op, "a carriage return in the uid"
+	}
 	var cerr error
 	if op.Cell, cerr = dewey.Parse(f[3]); cerr != nil {
 		return op, "cell: " + cerr.Error()
@@ -215,6 +220,9 @@ func parseOp(line string) (Op, string) {
 		op.Expires, op.Desc = ints(f[8], "expires"), f[9]
 		if strings.Contains(op.Desc, "\t") {
 			return op, "a tab in the description"
+		}
+		if strings.Contains(op.Desc, "\r") {
+			return op, "a carriage return in the description"
 		}
 	}
 	if err != nil {

@@ -234,6 +234,8 @@ func TestBadTraces(t *testing.T) {
 		{"self join", head + "S\t5\tu1\t1.2\t41.5\t-74\t0\tyes\t10\t10\n", 3},
 		{"no uid", head + "S\t5\t\t1.2\t41.5\t-74\t0\t0\t10\t10\n", 3},
 		{"backwards", head + good + "P\t4\tu1\t1.2\t41.5\t-74\t0\t0\t20\tfire\n", 4},
+		{"carriage return in a description", head + "P\t5\tu1\t1.2\t41.5\t-74\t0\t0\t20\tfi\rre\n", 3},
+		{"carriage return in a uid", head + "P\t5\tu\r1\t1.2\t41.5\t-74\t0\t0\t20\tfire\n", 3},
 	} {
 		r, err := NewTraceReader(strings.NewReader(c.text))
 		if err == nil {
@@ -300,4 +302,27 @@ func FuzzTrace(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A trace saved with CRLF line endings reads as the same operations.
+func TestTraceCRLF(t *testing.T) {
+	text := traceMagic + "\n# c\nS\t5\tu1\t1.2\t41.5\t-74\t0\t0\t10\t10\nP\t6\tu2\t3\t40\t-73\t250\t1\t20\tfire near Troy\n"
+	read := func(text string) []Op {
+		r, err := NewTraceReader(strings.NewReader(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ops []Op
+		for op, ok := r.Next(); ok; op, ok = r.Next() {
+			ops = append(ops, op)
+		}
+		if r.Err() != nil {
+			t.Fatal(r.Err())
+		}
+		return ops
+	}
+	want := read(text)
+	if got := read(strings.ReplaceAll(text, "\n", "\r\n")); len(want) != 2 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("CRLF read %+v, want %+v", got, want)
+	}
 }
