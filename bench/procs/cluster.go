@@ -30,23 +30,33 @@ type Cluster struct {
 	Args    []string // more broker flags for every node
 	Log     string   // directory of the nodes' logs
 	NATSURL string   // the external NATS cluster's URLs; empty: embedded
+	Env     []string // more environment for every node (e.g. GOMAXPROCS=1)
 }
 
 // StartCluster starts n brokers under dir and waits until each is ready.
 func StartCluster(bin, dir string, n int, args ...string) (*Cluster, error) {
-	return startCluster(&Cluster{Bin: bin, Args: args, Log: dir}, n)
+	return start(&Cluster{Bin: bin, Args: args, Log: dir}, n)
 }
 
 // StartClusterOn starts n brokers under dir on the NATS cluster at
 // natsURL (comma-separated URLs) and waits until each is ready.
 func StartClusterOn(natsURL, bin, dir string, n int, args ...string) (*Cluster, error) {
-	return startCluster(&Cluster{Bin: bin, Args: args, Log: dir, NATSURL: natsURL}, n)
+	return start(&Cluster{Bin: bin, Args: args, Log: dir, NATSURL: natsURL}, n)
 }
 
-func startCluster(c *Cluster, n int) (*Cluster, error) {
+func start(c *Cluster, n int) (*Cluster, error) {
+	if err := c.Start(n); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Start starts n brokers, as c describes them, under c.Log and waits
+// until each is ready; on an error none is left running.
+func (c *Cluster) Start(n int) error {
 	dir := c.Log
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+		return err
 	}
 	var routes []string
 	for i := range n {
@@ -54,7 +64,7 @@ func startCluster(c *Cluster, n int) (*Cluster, error) {
 		for k := range addrs {
 			a, err := FreeAddr()
 			if err != nil {
-				return nil, err
+				return err
 			}
 			addrs[k] = a
 		}
@@ -65,16 +75,16 @@ func startCluster(c *Cluster, n int) (*Cluster, error) {
 	for i := range c.Nodes {
 		if err := c.start(i, strings.Join(routes, ",")); err != nil {
 			c.Stop()
-			return nil, err
+			return err
 		}
 	}
 	for _, nd := range c.Nodes {
 		if err := WaitReady(nd.HTTP); err != nil {
 			c.Stop()
-			return nil, err
+			return fmt.Errorf("node %s: %w; the end of its log:\n%s", nd.ID, err, Tail(c.logPath(nd), 5))
 		}
 	}
-	return c, nil
+	return nil
 }
 
 func (c *Cluster) routes() string {
@@ -85,9 +95,12 @@ func (c *Cluster) routes() string {
 	return strings.Join(r, ",")
 }
 
+// logPath is where node nd's output goes.
+func (c *Cluster) logPath(nd *Node) string { return filepath.Join(c.Log, nd.ID+".log") }
+
 func (c *Cluster) start(i int, routes string) error {
 	nd := c.Nodes[i]
-	log, err := os.OpenFile(filepath.Join(c.Log, nd.ID+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	log, err := os.OpenFile(c.logPath(nd), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
@@ -99,6 +112,9 @@ func (c *Cluster) start(i int, routes string) error {
 	}
 	args = append(args, c.Args...)
 	nd.Cmd = exec.Command(c.Bin, args...)
+	if len(c.Env) > 0 {
+		nd.Cmd.Env = append(os.Environ(), c.Env...)
+	}
 	nd.Cmd.Stdout, nd.Cmd.Stderr = log, log
 	return nd.Cmd.Start()
 }

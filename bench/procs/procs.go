@@ -69,6 +69,17 @@ func WaitTCP(addr string) error {
 	return fmt.Errorf("nothing listens on %s", addr)
 }
 
+// Tail is the last n lines of the file at path, for an error that a
+// process's log explains; empty when it cannot be read.
+func Tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
 // WaitReady waits until the broker on httpAddr answers /readyz with 200.
 func WaitReady(httpAddr string) error {
 	for range 600 {

@@ -3,10 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
-	"strings"
 	"time"
-
-	"github.com/seed84792017/cellcast/bench/procs"
 )
 
 // idle measures what three idle nodes cost: raft heartbeats, lease
@@ -18,7 +15,7 @@ func idle(bin string, d, settle time.Duration, keep bool) error {
 		return err
 	}
 	defer done()
-	c, err := procs.StartCluster(bin, filepath.Join(dir, "cluster"), 3, strings.Fields(nodeFlags)...)
+	c, err := startNodes(bin, filepath.Join(dir, "cluster"))
 	if err != nil {
 		return err
 	}

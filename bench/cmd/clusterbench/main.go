@@ -13,7 +13,8 @@
 // workload of the broker's other benchmarks through bench/loadgen;
 // -to-owner sends each of its operations to the node owning its cell's
 // shard, as a client that knew the owners would. -node-flags passes more
-// flags to the cluster's nodes.
+// flags to the cluster's nodes; -node-procs sets their GOMAXPROCS (by
+// default the machine's cores shared among the three).
 package main
 
 import (
@@ -29,6 +30,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,9 +60,13 @@ func main() {
 	ahead := flag.Int("ahead", 320, "moving users: operations handed to connections and not yet answered, across all (bench/loadgen Config.Ahead; 0: unbounded)")
 	rate := flag.Float64("rate", 0, "moving users: send the operations open loop at this many per second, the same offered load for both systems (0: closed loop, each as fast as it goes)")
 	flag.StringVar(&nodeFlags, "node-flags", "", "more broker flags for the cluster's nodes, space-separated (e.g. \"--shard-depth 3\")")
+	flag.IntVar(&nodeProcs, "node-procs", shareOfCores(), "GOMAXPROCS of each of the cluster's nodes: by default this machine's cores shared among the three (at least 1), as three machines would give each its own; 0: the Go runtime's default, every core for every node (one node always has the default)")
 	rounds := flag.Int("rounds", 1, "measure one node and then the cluster this many times, each on fresh processes, and report the median ratio (the machine's speed drifts within minutes)")
 	idleFor := flag.Duration("idle", 0, "instead of a workload, measure three idle nodes' CPU over this long, after 20 s to settle")
 	flag.Parse()
+	if nodeProcs > 0 {
+		fmt.Printf("cluster nodes: GOMAXPROCS=%d each (-node-procs); one node: the Go runtime's default, %d\n", nodeProcs, runtime.GOMAXPROCS(0))
+	}
 	if *idleFor > 0 {
 		if err := idle(*bin, *idleFor, 20*time.Second, *keep); err != nil {
 			fmt.Fprintln(os.Stderr, "clusterbench:", err)
@@ -190,7 +196,7 @@ func run(bin string, measure func([]*procs.Node) (result, error), keep bool, rou
 		if err != nil {
 			return err
 		}
-		c, err := procs.StartCluster(bin, filepath.Join(rdir, "cluster"), 3, append(args, strings.Fields(nodeFlags)...)...)
+		c, err := startNodes(bin, filepath.Join(rdir, "cluster"), args...)
 		if err != nil {
 			return err
 		}
@@ -273,12 +279,19 @@ func single(bin, dir string, args ...string) ([]*procs.Node, error) {
 	}
 	n := &procs.Node{ID: "single", HTTP: addrs[0], NATS: addrs[1], Dir: dir}
 	n.Cmd = exec.Command(bin, append([]string{"--data", dir, "--http", n.HTTP, "--nats-listen", n.NATS}, args...)...)
+	logPath := dir + ".log" // beside its data directory
+	log, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close() // the process has its own copy
+	n.Cmd.Stdout, n.Cmd.Stderr = log, log
 	if err := n.Cmd.Start(); err != nil {
 		return nil, err
 	}
 	if err := procs.WaitReady(n.HTTP); err != nil {
 		procs.Stop(n.Cmd)
-		return nil, err
+		return nil, fmt.Errorf("one node: %w; the end of its log:\n%s", err, procs.Tail(logPath, 5))
 	}
 	return []*procs.Node{n}, nil
 }
@@ -472,9 +485,6 @@ func (m *meter) messages(r *result, publications int) {
 		r.natsMsgs += r.natsKinds[k]
 	}
 }
-
-// nodeFlags are more broker flags for the cluster's nodes (-node-flags).
-var nodeFlags string
 
 // profileDir, when set, receives CPU profiles of the brokers (-pprof),
 // each profileFor long.
