@@ -12,15 +12,7 @@
 # processes of their own, on the same ports, and the brokers join them
 # with --nats-url: a broker that dies then takes no NATS server with it
 # (docs/cluster.md, "Failover").
-#
-# The three share this machine's cores: unless GOMAXPROCS is set, each
-# process runs Go code on a third of them (at least one), as each would on
-# a machine of its own; left to the runtime's default, each would run as
-# many threads as there are cores, and on a small machine their wake-ups
-# and context switches cost about a seventh of the cluster's CPU
-# (docs/cluster.md, "The cost of the cluster path").
 set -euo pipefail
-export GOMAXPROCS=${GOMAXPROCS:-$(( $(nproc) / 3 > 0 ? $(nproc) / 3 : 1 ))}
 bin=${1:-./.bin/broker}
 data=${2:-./data/cluster}
 routes=127.0.0.1:6221,127.0.0.1:6222,127.0.0.1:6223
