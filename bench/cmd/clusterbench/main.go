@@ -65,7 +65,7 @@ func main() {
 	idleFor := flag.Duration("idle", 0, "instead of a workload, measure three idle nodes' CPU over this long, after 20 s to settle")
 	flag.Parse()
 	if nodeProcs > 0 {
-		fmt.Printf("cluster nodes: GOMAXPROCS=%d each (-node-procs); one node: the Go runtime's default, %d\n", nodeProcs, runtime.GOMAXPROCS(0))
+		fmt.Printf("cluster nodes: GOMAXPROCS=%d each (-node-procs)\n", nodeProcs)
 	}
 	if *idleFor > 0 {
 		if err := idle(*bin, *idleFor, 20*time.Second, *keep); err != nil {
@@ -74,6 +74,7 @@ func main() {
 		}
 		return
 	}
+	fmt.Printf("one node: GOMAXPROCS=%d, the Go runtime's default\n", runtime.GOMAXPROCS(0))
 	var measureOn func([]*procs.Node) (result, error)
 	switch *kind {
 	case "cells":
