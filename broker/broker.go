@@ -22,7 +22,6 @@ import (
 	"github.com/seed84792017/cellcast/catalog"
 	"github.com/seed84792017/cellcast/cluster"
 	"github.com/seed84792017/cellcast/demo"
-	"github.com/seed84792017/cellcast/dewey"
 	"github.com/seed84792017/cellcast/dualdb"
 	"github.com/seed84792017/cellcast/gateway"
 	"github.com/seed84792017/cellcast/listdb"
@@ -72,9 +71,11 @@ type Config struct {
 	// HTTP bounds the HTTP server: timeouts, header size, connections.
 	HTTP HTTPLimits
 
-	GeoDepth int // quad tree depth of a lat/lng point; default 12
-	Limits   subscriptions.Limits
-	Gateway  gateway.Limits
+	// Grid: the S2 level of points, and how many cells cover a circle or
+	// a polygon (gateway.Grid; defaults level 16, cover 8, at most 16).
+	Grid    gateway.Grid
+	Limits  subscriptions.Limits
+	Gateway gateway.Limits
 	// Durability is what a write has reached when it is acknowledged:
 	// listdb.Synced (the zero value, the default), or listdb.Written.
 	Durability listdb.Durability
@@ -141,9 +142,6 @@ func (c *Config) withDefaults() {
 	if c.Indexes == "" {
 		c.Indexes = catalog.DefaultIndexes
 	}
-	if c.GeoDepth == 0 {
-		c.GeoDepth = 12
-	}
 	if c.Log == nil {
 		c.Log = slog.Default()
 	}
@@ -202,12 +200,12 @@ func Start(cfg Config) (_ *Broker, err error) {
 	if err != nil {
 		return nil, err
 	}
-	tree, err := dewey.NewQuadTree(dewey.NewYorkState, cfg.GeoDepth)
+	grid, err := cfg.Grid.WithDefaults()
 	if err != nil {
-		return nil, fmt.Errorf("geo depth: %w", err)
+		return nil, err
 	}
-	if cfg.Limits.MaxDepth != 0 && cfg.Limits.MaxDepth < cfg.GeoDepth {
-		return nil, fmt.Errorf("max depth %d is below the geo depth %d", cfg.Limits.MaxDepth, cfg.GeoDepth)
+	if cfg.Limits.MaxDepth != 0 && cfg.Limits.MaxDepth < grid.Level+1 {
+		return nil, fmt.Errorf("max depth %d is below the depth of the geo level's cells, %d", cfg.Limits.MaxDepth, grid.Level+1)
 	}
 	if cfg.clustered() {
 		if err := b.connectNATS(verifier, tlsConf); err != nil {
@@ -242,13 +240,15 @@ func Start(cfg Config) (_ *Broker, err error) {
 	var core gateway.Core
 	var loc *gateway.Locator
 	if cfg.clustered() {
-		if b.node, loc, err = b.startNode(tree); err != nil {
+		if b.node, loc, err = b.startNode(grid); err != nil {
 			return nil, err
 		}
 		core = b.node
 		registerNode(reg, b.node)
 	} else {
-		loc = gateway.NewLocator(tree, b.store.Topics())
+		if loc, err = gateway.NewLocator(grid, b.store.Topics()); err != nil {
+			return nil, err
+		}
 		// The service owns the store and the catalog from here on.
 		b.svc = service.New(service.Config{Store: b.store, Catalog: b.catalog, Encode: loc.EncodePublication,
 			MaxBacklog: cfg.MaxBacklog, MaxBacklogBytes: cfg.MaxBacklogBytes, MaxLag: cfg.MaxLag, Log: b.log})

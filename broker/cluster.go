@@ -16,7 +16,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/seed84792017/cellcast/cluster"
-	"github.com/seed84792017/cellcast/dewey"
 	"github.com/seed84792017/cellcast/gateway"
 	"github.com/seed84792017/cellcast/lsm"
 )
@@ -107,7 +106,7 @@ func splitHostPort(addr string) (string, int, error) {
 // startNode opens the cluster's topic registry and joins the cluster once
 // JetStream answers (a new NATS cluster elects its JetStream leader
 // first). It returns the node and the locator over the registry.
-func (b *Broker) startNode(tree *dewey.QuadTree) (*cluster.Node, *gateway.Locator, error) {
+func (b *Broker) startNode(grid gateway.Grid) (*cluster.Node, *gateway.Locator, error) {
 	cc := b.cfg.Cluster
 	depth := cc.ShardDepth
 	if depth == 0 {
@@ -135,7 +134,9 @@ func (b *Broker) startNode(tree *dewey.QuadTree) (*cluster.Node, *gateway.Locato
 		var n *cluster.Node
 		topics, err := cluster.OpenTopics(actx, b.nc, cc.Replicas, maxTopicDepth)
 		if err == nil {
-			loc = gateway.NewLocator(tree, topics)
+			loc, err = gateway.NewLocator(grid, topics)
+		}
+		if err == nil {
 			cfg.Encode = loc.EncodePublication
 			n, err = cluster.Start(actx, cfg)
 		}

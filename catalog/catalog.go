@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/seed84792017/cellcast/geo"
 	"github.com/seed84792017/cellcast/lsm"
 	"github.com/seed84792017/cellcast/secondary"
 	"github.com/seed84792017/cellcast/subscriptions"
@@ -98,7 +99,8 @@ const (
 	colExpires = "expires"
 	colCell    = "cell"
 	colDesc    = "desc"
-	colAt      = "at" // "lat,lng,radius_m" of a publication made at a point
+	colAt      = "at"      // "lat,lng,radius_m" of a publication made at a point or a circle
+	colPolygon = "polygon" // GeoJSON of a publication made at a polygon
 	attrPrefix = "a."
 )
 
@@ -127,7 +129,7 @@ func Open(dir string, cfg Config) (*Catalog, error) {
 		if ix.Attr == AttrTp {
 			typ = secondary.Int
 		}
-		if ix.Attr == colExpires || ix.Attr == colCell || ix.Attr == colDesc || ix.Attr == colAt || strings.HasPrefix(ix.Attr, attrPrefix) {
+		if ix.Attr == colExpires || ix.Attr == colCell || ix.Attr == colDesc || ix.Attr == colAt || ix.Attr == colPolygon || strings.HasPrefix(ix.Attr, attrPrefix) {
 			return nil, fmt.Errorf("%w: %q cannot be indexed (use uid, tp or an attrs key)", ErrBadIndexes, ix.Attr)
 		}
 		c.types[ix.Attr] = typ
@@ -176,8 +178,12 @@ func (c *Catalog) Add(p *subscriptions.Publication) error {
 	for k, v := range p.Attrs {
 		doc[attrPrefix+k] = secondary.StringValue(v)
 	}
-	if p.At != nil {
-		doc[colAt] = secondary.StringValue(formatPoint(p.At))
+	switch {
+	case p.Shape == nil:
+	case p.Shape.Kind() == geo.Circle:
+		doc[colAt] = secondary.StringValue(formatCircle(p.Shape))
+	default:
+		doc[colPolygon] = secondary.StringValue(string(p.Shape.AppendGeoJSON(nil)))
 	}
 	return c.t.Put(p.Pid(), doc)
 }
@@ -315,7 +321,12 @@ func publication(r secondary.Row) (subscriptions.Publication, error) {
 	}
 	p := subscriptions.Publication{Uid: d[colUID].S, Cell: cell, Tp: d[colTp].I, Tmax: d[colExpires].I, Desc: d[colDesc].S}
 	if v, ok := d[colAt]; ok {
-		if p.At, err = parsePoint(v.S); err != nil {
+		if p.Shape, err = parseCircle(v.S); err != nil {
+			return subscriptions.Publication{}, fmt.Errorf("catalog: row %q: %w", r.Key, err)
+		}
+	}
+	if v, ok := d[colPolygon]; ok {
+		if p.Shape, err = geo.ParseGeoJSON([]byte(v.S)); err != nil {
 			return subscriptions.Publication{}, fmt.Errorf("catalog: row %q: %w", r.Key, err)
 		}
 	}
@@ -382,13 +393,14 @@ func (c *Catalog) expire(stop <-chan struct{}) (int, error) {
 // Metrics are the table's costs (see secondary.Metrics).
 func (c *Catalog) Metrics() secondary.Metrics { return c.t.Metrics() }
 
-// formatPoint writes a point exactly ('g', -1 round-trips a float64).
-func formatPoint(p *subscriptions.Point) string {
+// formatCircle writes a circle exactly ('g', -1 round-trips a float64).
+func formatCircle(c *geo.Shape) string {
+	lat, lng, r := c.Circle()
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-	return f(p.Lat) + "," + f(p.Lng) + "," + f(p.RadiusM)
+	return f(lat) + "," + f(lng) + "," + f(r)
 }
 
-func parsePoint(s string) (*subscriptions.Point, error) {
+func parseCircle(s string) (*geo.Shape, error) {
 	parts := strings.Split(s, ",")
 	if len(parts) != 3 {
 		return nil, fmt.Errorf("point %q: want lat,lng,radius", s)
@@ -401,5 +413,5 @@ func parsePoint(s string) (*subscriptions.Point, error) {
 		}
 		v[i] = f
 	}
-	return &subscriptions.Point{Lat: v[0], Lng: v[1], RadiusM: v[2]}, nil
+	return geo.NewCircle(v[0], v[1], v[2])
 }

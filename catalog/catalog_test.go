@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seed84792017/cellcast/dewey"
+	"github.com/seed84792017/cellcast/geo"
 	"github.com/seed84792017/cellcast/secondary"
 	"github.com/seed84792017/cellcast/subscriptions"
 )
@@ -199,18 +200,23 @@ func TestPointKept(t *testing.T) {
 	defer c.Close()
 	now := time.Now().UnixNano()
 	cell := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{1, 4}}
-	at := &subscriptions.Point{Lat: 40.712345678901234, Lng: -74.00597, RadiusM: 250.5}
-	for i, p := range []*subscriptions.Point{at, nil} {
-		if err := c.Add(&subscriptions.Publication{Uid: "bob", Cell: cell, Tp: now + int64(i), Tmax: now + int64(time.Hour), At: p}); err != nil {
+	at, _ := geo.NewCircle(40.712345678901234, -74.00597, 250.5)
+	zone, err := geo.ParseGeoJSON([]byte(`{"type":"Polygon","coordinates":[[[-74,40.7],[-73.9,40.7],[-73.9,40.8],[-74,40.7]]]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range []*geo.Shape{zone, at, nil} {
+		if err := c.Add(&subscriptions.Publication{Uid: "bob", Cell: cell, Tp: now + int64(i), Tmax: now + int64(time.Hour), Shape: p}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	bob := String("bob")
-	got, err := c.Find(Query{Attr: AttrUID, Eq: &bob, K: 2})
-	if err != nil || len(got) != 2 {
+	got, err := c.Find(Query{Attr: AttrUID, Eq: &bob, K: 3})
+	if err != nil || len(got) != 3 {
 		t.Fatalf("%v, %v", got, err)
 	}
-	if got[0].At != nil || got[1].At == nil || *got[1].At != *at {
-		t.Fatalf("points: %+v, %+v", got[0].At, got[1].At)
+	same := func(a, b *geo.Shape) bool { return string(a.AppendBinary(nil)) == string(b.AppendBinary(nil)) }
+	if got[0].Shape != nil || got[1].Shape == nil || !same(got[1].Shape, at) || got[2].Shape == nil || !same(got[2].Shape, zone) {
+		t.Fatalf("shapes: %+v, %+v, %+v", got[0].Shape, got[1].Shape, got[2].Shape)
 	}
 }

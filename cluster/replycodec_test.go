@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seed84792017/cellcast/dewey"
+	"github.com/seed84792017/cellcast/geo/geotest"
 	"github.com/seed84792017/cellcast/subscriptions"
 )
 
@@ -51,7 +52,8 @@ func randPub(rng *rand.Rand) subscriptions.Publication {
 	p.Tmax = p.Tp + rng.Int63n(1e12)
 	p.Cover = randCover(rng, p.Cell)
 	if rng.Intn(2) == 0 {
-		p.At = &subscriptions.Point{Lat: rng.Float64()*180 - 90, Lng: rng.Float64()*360 - 180, RadiusM: float64(rng.Intn(500))}
+		lat, lng := geotest.Place(rng)
+		p.Shape = geotest.Shape(rng, lat, lng, 500)
 	}
 	return p
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seed84792017/cellcast/dewey"
+	"github.com/seed84792017/cellcast/geo"
 	"github.com/seed84792017/cellcast/service"
 	"github.com/seed84792017/cellcast/subscriptions"
 )
@@ -20,14 +21,15 @@ import (
 // the request as one node's would, and answers a bad one bad_request.
 //
 //	request := requestFormat flags op holder sid after owner route epoch skip sids [sub] [pub] [query]
-//	sub     := uid cell cells past future keyword attrs   (self-join: a flag)
-//	pub     := uid cell cells expires desc attrs [lat lng radius]
+//	sub     := uid cell cells past future keyword attrs until publisher limit shape   (self-join: a flag)
+//	pub     := uid cell cells expires desc attrs shape
+//	shape   := 0 for none, or 1 and geo's binary form
 //	query   := attr [eq] [from] [to] k
 //	cell    := ns uvarint(len) uvarint(component)...
 //	cells   := uvarint(0 for nil, else count+1) cell...
 //	attrs   := uvarint(0 for nil, else count+1) (key value)...
 //	sids    := uvarint(0 for nil, else count+1) sid...
-const requestFormat byte = 3
+const requestFormat byte = 4
 
 // Request flags.
 const (
@@ -35,7 +37,6 @@ const (
 	hasPub
 	hasQuery
 	selfJoin
-	hasAt
 	hasEq
 	hasFrom
 	hasTo
@@ -50,7 +51,6 @@ func encodeRequest(r *request) []byte {
 	set(hasPub, r.Pub != nil)
 	set(hasQuery, r.Query != nil)
 	set(selfJoin, r.Sub != nil && r.Sub.SelfJoin || r.Pub != nil && r.Pub.SelfJoin)
-	set(hasAt, r.Pub != nil && r.Pub.At != nil)
 	if q := r.Query; q != nil {
 		set(hasEq, q.Eq != nil)
 		set(hasFrom, q.From != nil)
@@ -80,6 +80,10 @@ func encodeRequest(r *request) []byte {
 		b = binary.AppendVarint(b, int64(s.Future))
 		b = appendBytes(b, []byte(s.Filter.Keyword))
 		b = appendAttrs(b, s.Filter.Attrs)
+		b = binary.AppendVarint(b, s.Query.Until)
+		b = appendBytes(b, []byte(s.Query.Publisher))
+		b = binary.AppendVarint(b, int64(s.Query.Limit))
+		b = appendShape(b, s.Shape)
 	}
 	if p := r.Pub; p != nil {
 		b = appendBytes(b, []byte(p.Uid))
@@ -87,11 +91,7 @@ func encodeRequest(r *request) []byte {
 		b = binary.AppendVarint(b, int64(p.Expires))
 		b = appendBytes(b, []byte(p.Desc))
 		b = appendAttrs(b, p.Attrs)
-		if p.At != nil {
-			for _, f := range []float64{p.At.Lat, p.At.Lng, p.At.RadiusM} {
-				b = binary.LittleEndian.AppendUint64(b, math.Float64bits(f))
-			}
-		}
+		b = appendShape(b, p.Shape)
 	}
 	if q := r.Query; q != nil {
 		b = appendBytes(b, []byte(q.Attr))
@@ -157,6 +157,8 @@ func decodeRequest(data []byte) (*request, error) {
 		s.Past, s.Future = time.Duration(w.varint()), time.Duration(w.varint())
 		s.Filter.Keyword = w.str()
 		s.Filter.Attrs = w.attrs()
+		s.Query = subscriptions.Narrow{Until: w.varint(), Publisher: w.str(), Limit: int(w.varint())}
+		s.Shape = w.shape()
 		r.Sub = s
 	}
 	if flags&hasPub != 0 {
@@ -165,9 +167,7 @@ func decodeRequest(data []byte) (*request, error) {
 		p.Expires = time.Duration(w.varint())
 		p.Desc = w.str()
 		p.Attrs = w.attrs()
-		if flags&hasAt != 0 {
-			p.At = &subscriptions.Point{Lat: w.float(), Lng: w.float(), RadiusM: w.float()}
-		}
+		p.Shape = w.shape()
 		r.Pub = p
 	}
 	if flags&hasQuery != 0 {
@@ -190,6 +190,26 @@ func decodeRequest(data []byte) (*request, error) {
 		return nil, fmt.Errorf("%w: %d bytes left over", errBadRequestWire, len(w.b))
 	}
 	return r, nil
+}
+
+func appendShape(b []byte, s *geo.Shape) []byte {
+	if s == nil {
+		return append(b, 0)
+	}
+	return s.AppendBinary(append(b, 1))
+}
+
+func (w *wireReader) shape() *geo.Shape {
+	if w.byte() == 0 || w.bad {
+		return nil
+	}
+	s, rest, err := geo.DecodeShape(w.b)
+	if err != nil {
+		w.bad, w.b = true, nil
+		return nil
+	}
+	w.b = rest
+	return s
 }
 
 func (w *wireReader) cell() subscriptions.Cell {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seed84792017/cellcast/service"
+	"github.com/seed84792017/cellcast/geo/geotest"
 	"github.com/seed84792017/cellcast/subscriptions"
 )
 
@@ -50,12 +51,18 @@ func randRequest(rng *rand.Rand) *request {
 		if rng.Intn(5) == 0 {
 			r.Sub.Cell.ID[0] = 0 // not a valid cell, but it crosses as it is: the owner's store says so
 		}
+		if rng.Intn(2) == 0 {
+			lat, lng := geotest.Place(rng)
+			r.Sub.Shape = geotest.Shape(rng, lat, lng, 2000)
+			r.Sub.Query = subscriptions.Narrow{Until: rng.Int63(), Publisher: "ann", Limit: rng.Intn(100)}
+		}
 	}
 	if rng.Intn(2) == 0 {
 		r.Pub = &subscriptions.PublishRequest{Uid: "p", Cell: randCell(rng), Cover: randCells(rng), Expires: time.Duration(rng.Int63n(1e12)),
 			Desc: "desc", Attrs: randAttrs(rng), SelfJoin: rng.Intn(2) == 0}
 		if rng.Intn(2) == 0 {
-			r.Pub.At = &subscriptions.Point{Lat: rng.NormFloat64(), Lng: rng.NormFloat64(), RadiusM: rng.Float64()}
+			lat, lng := geotest.Place(rng)
+			r.Pub.Shape = geotest.Shape(rng, lat, lng, 500)
 		}
 	}
 	if r.Sub != nil && r.Pub != nil {

@@ -8,12 +8,13 @@ import (
 
 	"github.com/seed84792017/cellcast/delivery"
 	"github.com/seed84792017/cellcast/dewey"
+	"github.com/seed84792017/cellcast/geo"
 	"github.com/seed84792017/cellcast/subscriptions"
 )
 
 func TestBatchRoundTrip(t *testing.T) {
 	p := &subscriptions.Publication{Uid: "ann", Cell: subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{1, 4, 2}}, Tp: 77, Tmax: 99,
-		Desc: "fire", Attrs: map[string]string{"k": "v"}, At: &subscriptions.Point{Lat: 40.7, Lng: -74, RadiusM: 10}}
+		Desc: "fire", Attrs: map[string]string{"k": "v"}, Shape: mustCircle(40.7, -74, 10)}
 	q := &subscriptions.Publication{Uid: "bo", Cell: subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{3}}, Tp: 80, Tmax: 90}
 	var b batch
 	b.note(1<<40, &delivery.Notification{Sid: "x-1.4", Uid: "bob", Seq: 12, Prev: 3, Pub: p, Body: []byte(`{"pid":"p"}`), Replayed: true})
@@ -48,7 +49,7 @@ func TestBatchRoundTrip(t *testing.T) {
 	}
 	a := got[0]
 	if a.Route != 1<<40 || a.Seq != 12 || !a.Replayed || !bytes.Equal(a.Body, []byte(`{"pid":"p"}`)) ||
-		a.Pub.Desc != "fire" || a.Pub.Tp != 77 || a.Pub.Attrs["k"] != "v" || a.Pub.At == nil || a.Pub.At.RadiusM != 10 {
+		a.Pub.Desc != "fire" || a.Pub.Tp != 77 || a.Pub.Attrs["k"] != "v" || a.Pub.Shape == nil || a.Pub.Shape.Kind() != geo.Circle {
 		t.Fatalf("first: %+v", a)
 	}
 	if got[1].Route != 7 || got[1].Replayed || got[1].Pub.Uid != "bo" || got[2].Pub.Desc != "fire" || got[2].Seq != 6 || ends[0].Last != 9 || ends[0].Why != delivery.EndWindow {
@@ -84,4 +85,12 @@ func FuzzNotes(f *testing.F) {
 			replied: func(_ string, data []byte) { decodeReply(data, newKeptRefs(0)) },
 		}).readBatch(data)
 	})
+}
+
+func mustCircle(lat, lng, r float64) *geo.Shape {
+	s, err := geo.NewCircle(lat, lng, r)
+	if err != nil {
+		panic(err)
+	}
+	return s
 }

@@ -263,12 +263,21 @@ func (q *QuadTree) Leaves(id ID, depth, limit int) ([]ID, error) {
 	if err := q.Check(id); err != nil {
 		return nil, err
 	}
-	if depth < len(id) || depth > q.maxDepth {
+	if depth > q.maxDepth {
 		return nil, fmt.Errorf("%w: %d", ErrBadDepth, depth)
 	}
-	n := 1 << (2 * (depth - len(id)))
-	if n > limit || depth-len(id) > 15 {
-		return nil, fmt.Errorf("dewey: %v has %d cells at depth %d, limit %d", id, n, depth, limit)
+	return Leaves(id, depth, limit)
+}
+
+// Leaves returns every descendant of id at the given depth in a tree of
+// four children a cell (a quad tree's, or S2's below its faces): id
+// itself if depth is its own. It refuses more than limit cells.
+func Leaves(id ID, depth, limit int) ([]ID, error) {
+	if len(id) == 0 || depth < len(id) {
+		return nil, fmt.Errorf("%w: %d", ErrBadDepth, depth)
+	}
+	if depth-len(id) > 15 || 1<<(2*(depth-len(id))) > limit {
+		return nil, fmt.Errorf("dewey: %v has %d cells at depth %d, limit %d", id, 1<<(2*min(depth-len(id), 31)), depth, limit)
 	}
 	out := []ID{append(ID(nil), id...)}
 	for d := len(id); d < depth; d++ {

@@ -249,7 +249,7 @@ func (g *Gateway) run(ctx context.Context, s session, req *Request) *Error {
 	case "resume":
 		err = g.resume(ctx, s, req)
 	case "query":
-		err = g.query(s, req)
+		err = g.query(ctx, s, req)
 	case "page":
 		err = g.page(s, req)
 	case "":
@@ -279,7 +279,7 @@ func (g *Gateway) subscribe(ctx context.Context, s session, req *Request) error 
 	if req.Filter != nil {
 		sr.Filter = subscriptions.Filter{Keyword: req.Filter.Keyword, Attrs: req.Filter.Attrs}
 	}
-	cell, cover, err := g.locateChecked(req, s.uid(), func(c subscriptions.Cell) error {
+	at, err := g.locateChecked(req, s.uid(), func(c subscriptions.Cell) error {
 		sr.Cell = c
 		_, err := g.svc.Limits().NewSubscription(sr, 0)
 		return err
@@ -287,7 +287,7 @@ func (g *Gateway) subscribe(ctx context.Context, s session, req *Request) error 
 	if err != nil {
 		return err
 	}
-	sr.Cell, sr.Cover = cell, cover
+	sr.Cell, sr.Cover, sr.Shape = at.cell, at.cover, at.shape
 	if e := g.users.reserveSub(s.uid()); e != nil {
 		return e
 	}
@@ -317,8 +317,8 @@ func (g *Gateway) publish(ctx context.Context, s session, req *Request) error {
 	if e != nil {
 		return e
 	}
-	pr := &subscriptions.PublishRequest{Uid: uid, Expires: req.Expires.get(), Desc: req.Desc, Attrs: req.Attrs, SelfJoin: req.SelfJoin, At: req.point()}
-	cell, cover, err := g.locateChecked(req, s.uid(), func(c subscriptions.Cell) error {
+	pr := &subscriptions.PublishRequest{Uid: uid, Expires: req.Expires.get(), Desc: req.Desc, Attrs: req.Attrs, SelfJoin: req.SelfJoin}
+	at, err := g.locateChecked(req, s.uid(), func(c subscriptions.Cell) error {
 		pr.Cell = c
 		_, err := g.svc.Limits().NewPublication(pr, 0)
 		return err
@@ -326,7 +326,7 @@ func (g *Gateway) publish(ctx context.Context, s session, req *Request) error {
 	if err != nil {
 		return err
 	}
-	pr.Cell, pr.Cover = cell, cover
+	pr.Cell, pr.Cover, pr.Shape = at.cell, at.cover, at.shape
 	return g.svc.Publish(ctx, pr, func(res *subscriptions.PublishResult) {
 		r := publishedReply{ID: req.ID, Op: "published", Pid: res.Pub.Pid(), Cell: res.Pub.Cell.String(), Cover: coverStrings(res.Pub.Cover),
 			Tp: FormatTime(res.Pub.Tp), ExpiresAt: FormatTime(res.Pub.Tmax), Matched: len(res.Matches)}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/seed84792017/cellcast/delivery"
-	"github.com/seed84792017/cellcast/dewey"
+	"github.com/seed84792017/cellcast/geo"
 	"github.com/seed84792017/cellcast/service"
 	"github.com/seed84792017/cellcast/subscriptions"
 )
@@ -83,9 +83,14 @@ type Request struct {
 	Lat     *float64        `json:"lat"`
 	Lng     *float64        `json:"lng"`
 	RadiusM *float64        `json:"radius_m"`
-	// Cover: put a circle on at most this many cells that cover it
-	// (1…subscriptions.MaxCover) instead of the one cell holding it.
-	Cover   *int      `json:"cover"`
+	// Polygon: a GeoJSON Polygon or MultiPolygon geometry.
+	Polygon json.RawMessage `json:"polygon"`
+	// Cover: put a circle or a polygon on at most this many cells that
+	// cover it (1…the broker's maximum; default the broker's).
+	Cover *int `json:"cover"`
+	// Near and Within: a query by place, a circle or a polygon.
+	Near    *NearJSON       `json:"near"`
+	Within  json.RawMessage `json:"within"`
 	Topic   *string   `json:"topic"`
 	Past    *Duration `json:"past"`
 	Future  *Duration `json:"future"`
@@ -135,6 +140,12 @@ func decodeRequest(data []byte) (*Request, *Error) {
 	if !validID(req.ID) {
 		req.ID = nil
 		return req, errorf(CodeBadRequest, "id must be a string or a number")
+	}
+	if isNull(req.Polygon) {
+		req.Polygon = nil // as if absent, like the other fields' nulls
+	}
+	if isNull(req.Within) {
+		req.Within = nil
 	}
 	if req.Paging != "" && req.Paging != pagingPush && req.Paging != pagingCursor {
 		return req, errorf(CodeBadRequest, "paging %q: push or cursor", req.Paging)
@@ -206,134 +217,6 @@ func (f *Filter) UnmarshalJSON(b []byte) error {
 	return dec.Decode((*plain)(f))
 }
 
-// Locator maps a request's location onto a namespaced cell, and renders
-// publications back for clients (each once, in a cache bounded in
-// entries and bytes). The core service takes its EncodePublication to
-// render a publication once for all its notifications.
-type Locator struct {
-	tree   *dewey.QuadTree
-	topics *dewey.Topics // nil: no topics
-	cache  *pubCache     // nil: none
-	// cborCache holds the CBOR of publications sent to cellcast.cbor
-	// clients (cbor.go).
-	cborCache *pubCache
-}
-
-// NewLocator returns a Locator over tree and topics (nil: none).
-func NewLocator(tree *dewey.QuadTree, topics *dewey.Topics) *Locator {
-	return &Locator{tree: tree, topics: topics, cache: newPubCache(pubCacheEntries, pubCacheBytes),
-		cborCache: newPubCache(pubCacheEntries, pubCacheBytes)}
-}
-
-// locate takes exactly one of cell, lat+lng (+radius_m, +cover) and
-// topic. It returns the cell, and for a circle's cover of more than one
-// cell all of them (the cell is the first).
-func (l *Locator) locate(req *Request) (subscriptions.Cell, []subscriptions.Cell, error) {
-	if e := checkCover(req); e != nil {
-		return subscriptions.Cell{}, nil, e
-	}
-	c, err := l.locateCell(req)
-	if err != nil || req.Cover == nil {
-		return c, nil, err
-	}
-	ids, err := l.tree.CircleCover(*req.Lat, *req.Lng, *req.RadiusM, *req.Cover)
-	if err != nil {
-		return subscriptions.Cell{}, nil, errorf(CodeBadRequest, "%v", err)
-	}
-	if len(ids) == 1 {
-		return subscriptions.Cell{NS: subscriptions.NSCell, ID: ids[0]}, nil, nil
-	}
-	cover := make([]subscriptions.Cell, len(ids))
-	for i, id := range ids {
-		cover[i] = subscriptions.Cell{NS: subscriptions.NSCell, ID: id}
-	}
-	return cover[0], cover, nil
-}
-
-// checkCover refuses a cover without a circle, or of a size out of range,
-// before anything (a topic) is registered.
-func checkCover(req *Request) *Error {
-	switch {
-	case req.Cover == nil:
-		return nil
-	case req.RadiusM == nil || req.Lat == nil || req.Lng == nil || req.Cell != nil || req.Topic != nil:
-		return errorf(CodeBadRequest, "cover needs a circle: lat, lng and radius_m")
-	case *req.Cover < 1 || *req.Cover > subscriptions.MaxCover:
-		return errorf(CodeBadRequest, "cover %d: give 1 to %d cells", *req.Cover, subscriptions.MaxCover)
-	}
-	return nil
-}
-
-func (l *Locator) locateCell(req *Request) (subscriptions.Cell, error) {
-	forms := 0
-	for _, set := range []bool{req.Cell != nil, req.Lat != nil || req.Lng != nil, req.Topic != nil} {
-		if set {
-			forms++
-		}
-	}
-	if req.RadiusM != nil && req.Lat == nil {
-		return subscriptions.Cell{}, errorf(CodeBadRequest, "radius_m needs lat and lng")
-	}
-	if forms != 1 {
-		return subscriptions.Cell{}, errorf(CodeBadRequest, "give exactly one location: cell, lat+lng (with optional radius_m), or topic")
-	}
-	switch {
-	case req.Cell != nil:
-		c, err := subscriptions.ParseCell(*req.Cell)
-		if err != nil {
-			return c, errorf(CodeBadRequest, "cell %q: %v", *req.Cell, err)
-		}
-		return c, nil
-	case req.Topic != nil:
-		if l.topics == nil {
-			return subscriptions.Cell{}, errorf(CodeBadRequest, "this broker has no topic registry")
-		}
-		id, err := l.topics.Resolve(*req.Topic)
-		if errors.Is(err, dewey.ErrBadTopic) {
-			return subscriptions.Cell{}, errorf(CodeBadRequest, "%v", err)
-		}
-		return subscriptions.Cell{NS: subscriptions.NSTopic, ID: id}, err
-	}
-	if req.Lat == nil || req.Lng == nil {
-		return subscriptions.Cell{}, errorf(CodeBadRequest, "lat and lng go together")
-	}
-	var id dewey.ID
-	var err error
-	if req.RadiusM != nil {
-		id, err = l.tree.CircleCell(*req.Lat, *req.Lng, *req.RadiusM)
-	} else {
-		id, err = l.tree.Cell(*req.Lat, *req.Lng, l.tree.MaxDepth())
-	}
-	if err != nil {
-		return subscriptions.Cell{}, errorf(CodeBadRequest, "%v", err)
-	}
-	return subscriptions.Cell{NS: subscriptions.NSCell, ID: id}, nil
-}
-
-// coverStrings renders a cover for a reply; nil for one cell.
-func coverStrings(cover *subscriptions.Cover) []string {
-	if cover == nil {
-		return nil
-	}
-	out := make([]string, len(cover.Cells))
-	for i, c := range cover.Cells {
-		out[i] = c.String()
-	}
-	return out
-}
-
-// point is where a publish request stands, when it gives lat and lng.
-func (req *Request) point() *subscriptions.Point {
-	if req.Lat == nil || req.Lng == nil {
-		return nil
-	}
-	p := &subscriptions.Point{Lat: *req.Lat, Lng: *req.Lng}
-	if req.RadiusM != nil {
-		p.RadiusM = *req.RadiusM
-	}
-	return p
-}
-
 // Reply bodies. Times are RFC 3339 with nanoseconds: exact, and safe in
 // JavaScript, which cannot hold a nanosecond stamp in a number.
 type pubJSON struct {
@@ -345,10 +228,12 @@ type pubJSON struct {
 	ExpiresAt string            `json:"expires_at"`
 	Desc      string            `json:"desc,omitempty"`
 	Attrs     map[string]string `json:"attrs,omitempty"`
-	// Where it was published, for a point or a circle.
-	Lat     *float64 `json:"lat,omitempty"`
-	Lng     *float64 `json:"lng,omitempty"`
-	RadiusM *float64 `json:"radius_m,omitempty"`
+	// Where it was published: a point or a circle's centre and radius,
+	// or a polygon as GeoJSON.
+	Lat     *float64        `json:"lat,omitempty"`
+	Lng     *float64        `json:"lng,omitempty"`
+	RadiusM *float64        `json:"radius_m,omitempty"`
+	Polygon json.RawMessage `json:"polygon,omitempty"`
 }
 
 // FormatTime renders a broker stamp.
@@ -357,11 +242,14 @@ func FormatTime(t int64) string { return time.Unix(0, t).UTC().Format(time.RFC33
 func (l *Locator) pubJSON(p *subscriptions.Publication) pubJSON {
 	j := pubJSON{Pid: p.Pid(), Uid: p.Uid, Cell: p.Cell.String(), Tp: FormatTime(p.Tp),
 		ExpiresAt: FormatTime(p.Tmax), Desc: p.Desc, Attrs: p.Attrs}
-	if p.At != nil {
-		j.Lat, j.Lng = &p.At.Lat, &p.At.Lng
-		if p.At.RadiusM > 0 {
-			j.RadiusM = &p.At.RadiusM
+	if sh := p.Shape; sh != nil && sh.Kind() == geo.Circle {
+		lat, lng, r := sh.Circle()
+		j.Lat, j.Lng = &lat, &lng
+		if r > 0 {
+			j.RadiusM = &r
 		}
+	} else if sh != nil {
+		j.Polygon = sh.AppendGeoJSON(nil)
 	}
 	if p.Cell.NS == subscriptions.NSTopic && l.topics != nil {
 		j.Topic, _ = l.topics.Path(p.Cell.ID)
@@ -464,7 +352,8 @@ type publishedReply struct {
 type resultsReply struct {
 	ID    json.RawMessage `json:"id,omitempty"`
 	Op    string          `json:"op"`
-	Attr  string          `json:"attr"`
+	Attr  string          `json:"attr,omitempty"`
+	Place string          `json:"place,omitempty"` // near or within, for a query by place
 	Count int             `json:"count"`
 	// Results are spliced in by replyPaged, as for subscribedReply.
 }

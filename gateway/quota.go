@@ -218,19 +218,19 @@ func (g *Gateway) tooManyOnConn() *Error {
 // which checkPath bounds), and the topic quotas admit it: a refused
 // request leaves no topic behind. uid is the authenticated user, "" in
 // open mode.
-func (g *Gateway) locateChecked(req *Request, uid string, check func(subscriptions.Cell) error) (subscriptions.Cell, []subscriptions.Cell, error) {
+func (g *Gateway) locateChecked(req *Request, uid string, check func(subscriptions.Cell) error) (place, error) {
 	if req.Topic == nil || g.loc.topics == nil {
 		return g.loc.locate(req) // nothing to register: the store checks the rest
 	}
-	if e := checkCover(req); e != nil {
-		return subscriptions.Cell{}, nil, e
+	if e := checkForms(req); e != nil {
+		return place{}, e
 	}
 	if err := check(subscriptions.Cell{NS: subscriptions.NSTopic, ID: dewey.ID{1}}); err != nil {
-		return subscriptions.Cell{}, nil, err
+		return place{}, err
 	}
 	if n := g.loc.topics.Missing(*req.Topic); n > 0 {
 		if e := g.users.newTopics(uid, n, g.loc.topics.Len()); e != nil {
-			return subscriptions.Cell{}, nil, e
+			return place{}, e
 		}
 	}
 	return g.loc.locate(req)

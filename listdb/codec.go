@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/seed84792017/cellcast/dewey"
+	"github.com/seed84792017/cellcast/geo"
 	"github.com/seed84792017/cellcast/subscriptions"
 )
 
@@ -30,11 +31,13 @@ import (
 //
 // A publication's payload is cell, uid, desc, attrs, a subscription's is
 // cell, uid, flags, keyword, attrs. Optional fields follow, each a tag
-// byte and its value: a publication's point (tag 1: lat, lng and radius
-// as float64 bits) when it was made at a point or a circle, and either
-// record's cover (tag 2: uvarint count, then that many cells: the cells
-// after the first, which is the record's cell). Records written before
-// these fields existed end after attrs and decode without them.
+// byte and its value: either record's cover (tag 2: uvarint count, then
+// that many cells: the cells after the first, which is the record's cell)
+// and its shape (tag 3: geo's binary form) when it was made at a point, a
+// circle or a polygon. Tag 1 (a publication's point: lat, lng and radius
+// as float64 bits) is what earlier versions wrote instead of a shape; it
+// reads as a circle. Records written before these fields existed end
+// after attrs and decode without them.
 //
 // Time fields sit at fixed offsets so scans and the compaction filter read
 // them without decoding payloads.
@@ -286,13 +289,8 @@ func AppendPublication(dst []byte, p *subscriptions.Publication) []byte {
 	dst = appendString(dst, p.Uid)
 	dst = appendString(dst, p.Desc)
 	dst = appendMap(dst, p.Attrs)
-	if p.At != nil {
-		dst = append(dst, tagPoint)
-		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(p.At.Lat))
-		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(p.At.Lng))
-		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(p.At.RadiusM))
-	}
 	dst = appendCover(dst, p.Cover)
+	dst = appendShape(dst, p.Shape)
 	return closeRecord(dst, at)
 }
 
@@ -312,6 +310,9 @@ func publicationRoom(p *subscriptions.Publication) int {
 	if p.Cover != nil {
 		n += 24 * len(p.Cover.Cells)
 	}
+	if p.Shape != nil {
+		n += 1 + p.Shape.BinarySize()
+	}
 	return n
 }
 
@@ -328,6 +329,7 @@ func EncodeSubscription(s *subscriptions.Subscription) []byte {
 	pl = appendString(pl, s.Filter.Keyword)
 	pl = appendMap(pl, s.Filter.Attrs)
 	pl = appendCover(pl, s.Cover)
+	pl = appendShape(pl, s.Shape)
 	return fragment(KindSubscription, s.Ts, s.Tmax, s.Tmin, pl)
 }
 
@@ -348,9 +350,11 @@ func (r *Rec) Publication() (subscriptions.Publication, error) {
 	for rd.err == nil && len(rd.p) > 0 {
 		switch tag := rd.byte(); tag {
 		case tagPoint:
-			p.At = rd.point()
+			p.Shape = rd.point()
 		case tagCover:
 			p.Cover = rd.cover(p.Cell)
+		case tagShape:
+			p.Shape = rd.shape()
 		default:
 			rd.err = fmt.Errorf("%w: unknown trailing field %d", ErrCorrupt, tag)
 		}
@@ -362,7 +366,28 @@ func (r *Rec) Publication() (subscriptions.Publication, error) {
 const (
 	tagPoint = 1
 	tagCover = 2
+	tagShape = 3
 )
+
+func appendShape(dst []byte, s *geo.Shape) []byte {
+	if s == nil {
+		return dst
+	}
+	return s.AppendBinary(append(dst, tagShape))
+}
+
+func (r *reader) shape() *geo.Shape {
+	if r.err != nil {
+		return nil
+	}
+	s, rest, err := geo.DecodeShape(r.p)
+	if err != nil {
+		r.err = fmt.Errorf("%w: %w", ErrCorrupt, err)
+		return nil
+	}
+	r.p = rest
+	return s
+}
 
 // appendCover appends a cover's cells after the first, if it has any.
 func appendCover(dst []byte, cover *subscriptions.Cover) []byte {
@@ -394,7 +419,8 @@ func (r *reader) cover(first subscriptions.Cell) *subscriptions.Cover {
 	return &subscriptions.Cover{Cells: cs}
 }
 
-func (r *reader) point() *subscriptions.Point {
+// point reads an earlier version's point as a circle.
+func (r *reader) point() *geo.Shape {
 	if r.err == nil && len(r.p) < 24 {
 		r.err = fmt.Errorf("%w: truncated point", ErrCorrupt)
 	}
@@ -402,9 +428,13 @@ func (r *reader) point() *subscriptions.Point {
 		return nil
 	}
 	f := func(i int) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(r.p[8*i:])) }
-	pt := &subscriptions.Point{Lat: f(0), Lng: f(1), RadiusM: f(2)}
+	s, err := geo.NewCircle(f(0), f(1), f(2))
+	if err != nil {
+		r.err = fmt.Errorf("%w: point: %w", ErrCorrupt, err)
+		return nil
+	}
 	r.p = r.p[24:]
-	return pt
+	return s
 }
 
 // Subscription decodes a subscription record.
@@ -417,9 +447,12 @@ func (r *Rec) Subscription() (subscriptions.Subscription, error) {
 	s.Filter.Keyword = rd.string()
 	s.Filter.Attrs = rd.stringMap()
 	for rd.err == nil && len(rd.p) > 0 {
-		if tag := rd.byte(); tag == tagCover {
+		switch tag := rd.byte(); tag {
+		case tagCover:
 			s.Cover = rd.cover(s.Cell)
-		} else {
+		case tagShape:
+			s.Shape = rd.shape()
+		default:
 			rd.err = fmt.Errorf("%w: unknown trailing field %d", ErrCorrupt, tag)
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/seed84792017/cellcast/dewey"
+	"github.com/seed84792017/cellcast/geo"
+	"github.com/seed84792017/cellcast/geo/geotest"
 	"github.com/seed84792017/cellcast/lsm"
 	"github.com/seed84792017/cellcast/subscriptions"
 )
@@ -26,8 +28,9 @@ func TestRecordsRoundTrip(t *testing.T) {
 	c2 := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{1, 4, 3}}
 	c3 := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{2, 200, 1}}
 	pc := subscriptions.Publication{Uid: "u3", Cell: cell, Cover: &subscriptions.Cover{Cells: []subscriptions.Cell{cell, c2, c3}}, Tp: 90, Tmax: 200,
-		At: &subscriptions.Point{Lat: 41, Lng: -74, RadiusM: 300}}
-	sc := subscriptions.Subscription{Uid: "u4", Cell: cell, Cover: &subscriptions.Cover{Cells: []subscriptions.Cell{cell, c3}}, Ts: 80, Tmin: 70, Tmax: 300}
+		Shape: circle(41, -74, 300)}
+	sc := subscriptions.Subscription{Uid: "u4", Cell: cell, Cover: &subscriptions.Cover{Cells: []subscriptions.Cell{cell, c3}}, Ts: 80, Tmin: 70, Tmax: 300,
+		Shape: zone()}
 	merged, err := Merger.Merge(nil, [][]byte{EncodeSubscription(&s), EncodePublication(&p), EncodePublication(&pc), EncodeSubscription(&sc)}, false)
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +72,7 @@ func TestOldRecordsDecode(t *testing.T) {
 		err := forEach(f, func(r *Rec) bool {
 			if r.Kind == KindPublication {
 				p, err := r.Publication()
-				got = append(got, fmt.Sprintf("%s %s %s %v %v %v", p.Uid, p.Cell, p.Desc, p.Cover == nil, p.At == nil, err))
+				got = append(got, fmt.Sprintf("%s %s %s %v %v %v", p.Uid, p.Cell, p.Desc, p.Cover == nil, p.Shape == nil, err))
 			} else {
 				s, err := r.Subscription()
 				got = append(got, fmt.Sprintf("%s %s %s %v %v %v", s.Uid, s.Cell, s.Filter.Keyword, s.Cover == nil, s.SelfJoin, err))
@@ -145,7 +148,7 @@ func FuzzFragment(f *testing.F) {
 	f.Add(v)
 	two := &subscriptions.Cover{Cells: []subscriptions.Cell{cell, {NS: subscriptions.NSCell, ID: dewey.ID{1, 5}}}}
 	p.Cover, s.Cover = two, two
-	p.At = &subscriptions.Point{Lat: 1, Lng: 2, RadiusM: 3}
+	p.Shape, s.Shape = circle(1, 2, 3), zone()
 	v, _ = Merger.Merge(nil, [][]byte{EncodeSubscription(&s), EncodePublication(&p)}, false)
 	f.Add(v)
 	filter := &ExpiryFilter{Now: func() int64 { return 120 }}
@@ -213,30 +216,64 @@ func TestTimesCollectorAndFilter(t *testing.T) {
 	}
 }
 
-// A publication's point survives the round trip, and a record written
-// before points existed (payload ending after attrs) still decodes.
-func TestPublicationPoint(t *testing.T) {
-	p := subscriptions.Publication{Uid: "u", Cell: cell, Tp: 7, Tmax: 9, Desc: "flood", At: &subscriptions.Point{Lat: 40.758, Lng: -73.9855, RadiusM: 500}}
+// A record's shape survives the round trip; a record written before
+// shapes existed (payload ending after attrs) still decodes, and so does
+// a point an earlier version wrote (tag 1), as a circle.
+func TestRecordShape(t *testing.T) {
+	p := subscriptions.Publication{Uid: "u", Cell: cell, Tp: 7, Tmax: 9, Desc: "flood", Shape: zone()}
 	var got subscriptions.Publication
 	var err error
 	forEach(EncodePublication(&p), func(r *Rec) bool { got, err = r.Publication(); return false })
-	if err != nil || got.At == nil || *got.At != *p.At {
-		t.Fatalf("got %+v, %v", got.At, err)
+	if err != nil || got.Shape == nil || !sameShape(got.Shape, p.Shape) {
+		t.Fatalf("got %+v, %v", got.Shape, err)
+	}
+	s := subscriptions.Subscription{Uid: "u", Cell: cell, Ts: 5, Tmin: 1, Tmax: 9, Shape: circle(40.758, -73.9855, 500)}
+	var gs subscriptions.Subscription
+	forEach(EncodeSubscription(&s), func(r *Rec) bool { gs, err = r.Subscription(); return false })
+	if err != nil || gs.Shape == nil || !sameShape(gs.Shape, s.Shape) {
+		t.Fatalf("subscription: %+v, %v", gs.Shape, err)
 	}
 	old := p
-	old.At = nil
+	old.Shape = nil
 	legacy := EncodePublication(&old) // the version-1 layout: no trailing field
 	forEach(legacy, func(r *Rec) bool { got, err = r.Publication(); return false })
-	if err != nil || got.At != nil || got.Desc != "flood" {
+	if err != nil || got.Shape != nil || got.Desc != "flood" {
 		t.Fatalf("old record: %+v, %v", got, err)
 	}
-	// A trailing byte that is not a point is corruption, not silence.
+	point := append([]byte{}, legacy[headerLen+1+recFixed:]...)
+	point = append(point, tagPoint)
+	for _, f := range []float64{40.758, -73.9855, 500} {
+		point = binary.LittleEndian.AppendUint64(point, math.Float64bits(f))
+	}
+	forEach(fragment(KindPublication, 7, 9, 0, point), func(r *Rec) bool { got, err = r.Publication(); return false })
+	if err != nil || got.Shape == nil || !sameShape(got.Shape, circle(40.758, -73.9855, 500)) {
+		t.Fatalf("a point of an earlier version: %+v, %v", got.Shape, err)
+	}
+	// A trailing byte that is not a field is corruption, not silence.
 	bad := fragment(KindPublication, 7, 9, 0, append(legacy[headerLen+1+recFixed:], 9))
 	forEach(bad, func(r *Rec) bool { _, err = r.Publication(); return false })
 	if !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("trailing junk: %v", err)
+		t.Fatalf("unknown trailing field: %v", err)
 	}
 }
+
+func circle(lat, lng, r float64) *geo.Shape {
+	s, err := geo.NewCircle(lat, lng, r)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+func zone() *geo.Shape {
+	s, err := geo.ParseGeoJSON([]byte(`{"type":"Polygon","coordinates":[[[-74,40.7],[-73.9,40.7],[-73.9,40.8],[-74,40.8],[-74,40.7]],[[-73.95,40.75],[-73.94,40.75],[-73.94,40.76],[-73.95,40.75]]]}`))
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+func sameShape(a, b *geo.Shape) bool { return string(a.AppendBinary(nil)) == string(b.AppendBinary(nil)) }
 
 // oldEncodePublication is the oracle for AppendPublication: the fragment
 // built field by field, the record's length counted before it is written.
@@ -265,18 +302,15 @@ func oldEncodePublication(p *subscriptions.Publication) []byte {
 		str(k)
 		str(p.Attrs[k])
 	}
-	if p.At != nil {
-		pl = append(pl, 1)
-		for _, f := range []float64{p.At.Lat, p.At.Lng, p.At.RadiusM} {
-			pl = binary.LittleEndian.AppendUint64(pl, math.Float64bits(f))
-		}
-	}
 	if p.Cover != nil && len(p.Cover.Cells) > 1 {
 		pl = append(pl, 2)
 		pl = binary.AppendUvarint(pl, uint64(len(p.Cover.Cells)-1))
 		for _, c := range p.Cover.Cells[1:] {
 			cell(c)
 		}
+	}
+	if p.Shape != nil {
+		pl = p.Shape.AppendBinary(append(pl, 3))
 	}
 	rec := []byte{KindPublication}
 	rec = binary.LittleEndian.AppendUint64(rec, uint64(p.Tp))
@@ -314,7 +348,8 @@ func TestAppendPublicationMatchesOracle(t *testing.T) {
 			}
 		}
 		if rng.Intn(2) == 0 {
-			p.At = &subscriptions.Point{Lat: rng.NormFloat64(), Lng: rng.NormFloat64(), RadiusM: rng.Float64()}
+			lat, lng := geotest.Place(rng)
+			p.Shape = geotest.Shape(rng, lat, lng, 3000)
 		}
 		if n := rng.Intn(4); n > 0 {
 			p.Cover = &subscriptions.Cover{Cells: []subscriptions.Cell{p.Cell}}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/seed84792017/cellcast/dewey"
 	"github.com/seed84792017/cellcast/lsm"
 	"github.com/seed84792017/cellcast/subscriptions"
 )
@@ -77,9 +76,9 @@ type Config struct {
 	// Durability is how far a write has gone when its operation returns.
 	// Default Synced.
 	Durability Durability
-	// Granularity, and for Fixed the Tree and LeafDepth to expand to.
+	// Granularity, and for Fixed the LeafDepth every geo cell expands to
+	// (four children a cell).
 	Granularity Granularity
-	Tree        *dewey.QuadTree
 	LeafDepth   int
 	// MaxTopicDepth bounds topic paths. Default 8.
 	MaxTopicDepth int

@@ -48,7 +48,7 @@ func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequ
 				return err
 			}
 			sc.mark(r.T)
-			if subscriptions.Match(&p, &s, now) && ((p.Cover == nil && s.Cover == nil) || st.reports(false, s.Cells(), sc.via, p.Cells(), key)) {
+			if subscriptions.Match(&p, &s, now) && ((p.Cover == nil && s.Cover == nil) || st.reports(false, s.Cells(), sc.via, p.Cells(), key)) && req.Query.Keeps(&p) {
 				res.Past = append(res.Past, p)
 			}
 		}
@@ -75,6 +75,7 @@ func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequ
 	}
 	st.pastHint.Store(min(maxPastHint, (7*st.pastHint.Load()+int64(len(res.Past))+7)/8))
 	subscriptions.SortPublications(res.Past)
+	res.Past = req.Query.Cut(res.Past)
 	// The scan ran while other operations' fsyncs went on; now this
 	// write must be durable before it is answered.
 	if err := st.settleFor(commit, stored); err != nil {
@@ -119,7 +120,7 @@ func (st *Store) Publish(ctx context.Context, req *subscriptions.PublishRequest)
 				return err
 			}
 			sc.mark(r.T)
-			if (p.Cover == nil && q.Cover == nil && q.Cell.Overlaps(p.Cell)) || ((p.Cover != nil || q.Cover != nil) && st.reports(true, p.Cells(), sc.via, q.Cells(), key)) {
+			if ((p.Cover == nil && q.Cover == nil && q.Cell.Overlaps(p.Cell)) || ((p.Cover != nil || q.Cover != nil) && st.reports(true, p.Cells(), sc.via, q.Cells(), key))) && subscriptions.PubsMeet(&p, &q) {
 				res.Recent = append(res.Recent, q)
 			}
 		}

@@ -67,8 +67,8 @@ func NewStore(b Backend, cfg Config) (*Store, error) {
 		cfg.inflight = newInflight()
 	}
 	st := &Store{b: b, cfg: cfg, limits: cfg.Limits.WithDefaults(), clock: cfg.Clock}
-	if cfg.Granularity == Fixed && (cfg.Tree == nil || cfg.LeafDepth < 1 || cfg.LeafDepth > cfg.Tree.MaxDepth()) {
-		return nil, fmt.Errorf("listdb: fixed granularity needs a quad tree and a leaf depth within it")
+	if cfg.Granularity == Fixed && (cfg.LeafDepth < 1 || cfg.LeafDepth > 16) {
+		return nil, fmt.Errorf("listdb: fixed granularity needs a leaf depth of 1 to 16")
 	}
 	v, err := b.Meta().Get(clockFloorKey)
 	switch {
@@ -146,7 +146,7 @@ func (st *Store) cellsFor(c subscriptions.Cell) ([][]byte, error) {
 	if len(c.ID) > st.cfg.LeafDepth {
 		return nil, fmt.Errorf("%w: cell %v deeper than the leaf depth %d", subscriptions.ErrCell, c.ID, st.cfg.LeafDepth)
 	}
-	leaves, err := st.cfg.Tree.Leaves(c.ID, st.cfg.LeafDepth, 1<<20)
+	leaves, err := dewey.Leaves(c.ID, st.cfg.LeafDepth, 1<<20)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", subscriptions.ErrCell, err)
 	}

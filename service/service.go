@@ -23,6 +23,9 @@ var (
 	ErrUnavailable = errors.New("service: unavailable for now, retry")
 )
 
+// MaxK is the most results one query may ask for.
+const MaxK = catalog.MaxK
+
 // Query asks for the latest K live publications whose attribute Attr
 // equals Eq, or when Eq is nil lies in [From, To]. Values are as clients
 // write them: an RFC 3339 time for tp, the string itself otherwise.

@@ -1,13 +1,20 @@
 package subscriptions
 
-// Match is the matching rule of DESIGN.md at time now: the cells overlap
-// (some cell of each, for covers), the publication falls in the
-// subscription's window, neither has expired and the filter accepts. A
+// Match is the matching rule at time now: the cells overlap (some cell of
+// each, for covers), the publication falls in the subscription's window,
+// neither has expired, the filter accepts, and their places meet
+// (geometry.go). A
 // record is live (not expired) while Tmax ≥ now, so a subscription without
 // a future window is a historic query and a publication without an expiry
 // reaches the live subscriptions of its instant; neither is stored
 // (storing needs Tmax > now). Cancellation is the caller's to check.
 func Match(p *Publication, s *Subscription, now int64) bool {
+	return matchIndex(p, s, now) && meets(p, s)
+}
+
+// matchIndex is the matching rule without geometry: what the cells and
+// the times say.
+func matchIndex(p *Publication, s *Subscription, now int64) bool {
 	if p.Cover == nil && s.Cover == nil {
 		// Two one-cell records, the common case: one call, as before covers.
 		if !p.Cell.Overlaps(s.Cell) {

@@ -61,7 +61,7 @@ func (o *Oracle) Subscribe(_ context.Context, req *SubscribeRequest) (*Subscribe
 	o.prune(now)
 	res := &SubscribeResult{Sub: s}
 	for _, p := range o.pubs {
-		if Match(p, &s, now) && !(s.SelfJoin && o.seenBy(p, &s)) {
+		if o.match(p, &s, now) && !(s.SelfJoin && o.seenBy(p, &s)) && req.Query.Keeps(p) {
 			res.Past = append(res.Past, *p)
 		}
 	}
@@ -70,6 +70,7 @@ func (o *Oracle) Subscribe(_ context.Context, req *SubscribeRequest) (*Subscribe
 		res.Stored = true
 	}
 	SortPublications(res.Past)
+	res.Past = req.Query.Cut(res.Past)
 	return res, nil
 }
 
@@ -80,7 +81,7 @@ func (o *Oracle) Subscribe(_ context.Context, req *SubscribeRequest) (*Subscribe
 // subscription the oracle holds.
 func (o *Oracle) seenBy(p *Publication, s *Subscription) bool {
 	for _, x := range o.subs {
-		if x.Uid == s.Uid && x.Ts < s.Ts && x.Tmax >= s.Ts && !o.cancel[x.Sid()] && (x.SelfJoin || overlapsAny(x.Cell, x.Cover, s.Cell, s.Cover)) && Met(p, x) {
+		if x.Uid == s.Uid && x.Ts < s.Ts && x.Tmax >= s.Ts && !o.cancel[x.Sid()] && (x.SelfJoin || overlapsAny(x.Cell, x.Cover, s.Cell, s.Cover)) && o.match(p, x, max(p.Tp, x.Ts)) {
 			return true
 		}
 	}
@@ -99,13 +100,13 @@ func (o *Oracle) Publish(_ context.Context, req *PublishRequest) (*PublishResult
 	o.prune(now)
 	res := &PublishResult{Pub: p}
 	for _, s := range o.subs {
-		if !o.cancel[s.Sid()] && Match(&p, s, now) {
+		if !o.cancel[s.Sid()] && o.match(&p, s, now) {
 			res.Matches = append(res.Matches, Matched{Ts: s.Ts, Uid: s.Uid})
 		}
 	}
 	if req.SelfJoin {
 		for _, q := range o.pubs {
-			if q.Tmax >= now && overlapsAny(q.Cell, q.Cover, p.Cell, p.Cover) {
+			if q.Tmax >= now && overlapsAny(q.Cell, q.Cover, p.Cell, p.Cover) && oracleMeets(q.Shape, q.Cells(), p.Shape, p.Cells()) {
 				res.Recent = append(res.Recent, *q)
 			}
 		}
@@ -164,7 +165,7 @@ func (o *Oracle) Replay(_ context.Context, sid string, after int64) (*ReplayResu
 	}
 	res := &ReplayResult{Sub: *s, Now: now}
 	for _, p := range o.pubs {
-		if p.Tp > after && Notified(p, s, now) {
+		if p.Tp > after && p.Tp > s.Ts && p.Tmax >= now && o.match(p, s, p.Tp) {
 			res.Pubs = append(res.Pubs, *p)
 		}
 	}
@@ -174,3 +175,8 @@ func (o *Oracle) Replay(_ context.Context, sid string, after int64) (*ReplayResu
 }
 
 func (o *Oracle) Close() error { return nil }
+
+// match is the matching rule with the oracle's own geometry.
+func (o *Oracle) match(p *Publication, s *Subscription, now int64) bool {
+	return matchIndex(p, s, now) && oracleMeets(p.Shape, p.Cells(), s.Shape, s.Cells())
+}

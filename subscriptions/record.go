@@ -2,11 +2,11 @@ package subscriptions
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
 	"github.com/seed84792017/cellcast/dewey"
+	"github.com/seed84792017/cellcast/geo"
 )
 
 // Namespace separates hierarchies that share Dewey numbers: geo cells and
@@ -81,7 +81,10 @@ type Subscription struct {
 	Cell Cell // its cell, or its cover's first: the one its id names
 	// Cover, when it has more than one cell, lists all of them (cover.go);
 	// nil otherwise.
-	Cover    *Cover
+	Cover *Cover
+	// Shape, when the subscription was made at a point, a circle or a
+	// polygon, is where it truly is: its cells only index it (geometry.go).
+	Shape    *geo.Shape
 	Ts       int64 // when it was made; names it
 	Tmin     int64
 	Tmax     int64
@@ -101,27 +104,9 @@ type Publication struct {
 	Tmax  int64  // expiry
 	Desc  string
 	Attrs map[string]string
-	// At is where it happened when it was published at a point or a
-	// circle; nil for a cell or a topic. Matching uses only Cell: At lets
-	// clients draw the incident where it was, not at its cell's centre.
-	At *Point
-}
-
-// Point is a place on the map, with the radius of a circle around it (0
-// for a bare point).
-type Point struct {
-	Lat, Lng, RadiusM float64
-}
-
-// ErrPoint is matched by errors about a publication's point.
-var ErrPoint = fmt.Errorf("%w: bad point", ErrBadRequest)
-
-// Check refuses coordinates no map holds: not finite, or out of range.
-func (p *Point) Check() error {
-	if !(p.Lat >= -90 && p.Lat <= 90 && p.Lng >= -180 && p.Lng <= 180 && p.RadiusM >= 0 && p.RadiusM <= math.MaxFloat32) {
-		return fmt.Errorf("%w: lat %v, lng %v, radius %v m", ErrPoint, p.Lat, p.Lng, p.RadiusM)
-	}
-	return nil
+	// Shape is where it happened, when it was published at a point, a
+	// circle or a polygon; nil for a cell or a topic.
+	Shape *geo.Shape
 }
 
 // Pid is the publication's id.

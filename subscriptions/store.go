@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/seed84792017/cellcast/dewey"
+	"github.com/seed84792017/cellcast/geo"
 )
 
 // SubscribeRequest asks for a subscription on Cell over [now−Past,
@@ -20,10 +20,36 @@ type SubscribeRequest struct {
 	Cell Cell
 	// Cover, when not empty, replaces Cell: the subscription lies on
 	// these cells (at most MaxCover; order and repeats do not matter).
-	Cover        []Cell
+	Cover []Cell
+	// Shape, when set, is where the subscription truly is; its cells
+	// index it (geometry.go).
+	Shape        *geo.Shape
 	Past, Future time.Duration
 	SelfJoin     bool
 	Filter       Filter
+	// A query (by place) is a subscription without a future window,
+	// never stored; these narrow its past results.
+	Query Narrow
+}
+
+// Narrow narrows a query's past results. The zero Narrow keeps them all.
+type Narrow struct {
+	Until     int64  // only publications stamped at or before (0: no bound)
+	Publisher string // only this user's publications ("": anyone's)
+	Limit     int    // at most this many, the newest (0: all)
+}
+
+// Keeps reports whether a query narrowed by n keeps p.
+func (n Narrow) Keeps(p *Publication) bool {
+	return (n.Until == 0 || p.Tp <= n.Until) && (n.Publisher == "" || p.Uid == n.Publisher)
+}
+
+// Cut keeps the first Limit of past results sorted newest first.
+func (n Narrow) Cut(ps []Publication) []Publication {
+	if n.Limit > 0 && len(ps) > n.Limit {
+		return ps[:n.Limit]
+	}
+	return ps
 }
 
 // PublishRequest publishes at Cell, valid for Expires.
@@ -35,7 +61,7 @@ type PublishRequest struct {
 	Desc     string
 	Attrs    map[string]string
 	SelfJoin bool
-	At       *Point // where, for a point or a circle; nil otherwise
+	Shape    *geo.Shape // where, for a point, a circle or a polygon; nil otherwise
 }
 
 // SubscribeResult is what SUBSCRIBE returns: the subscription as stamped,
@@ -121,7 +147,12 @@ type Limits struct {
 	MaxPast   time.Duration // default 1h
 	MaxFuture time.Duration // default 1h
 	MaxExpiry time.Duration // default 24h
-	MaxDepth  int           // cells at most this deep; default dewey.MaxGeoDepth
+	MaxDepth  int           // cells at most this deep; default geo.MaxDepth
+	// MaxRadiusM bounds a circle's radius in metres; default 100 km.
+	MaxRadiusM float64
+	// MaxVertices bounds a polygon's vertices, all rings together;
+	// default 1,024 (at most geo.MaxVertices).
+	MaxVertices int
 	MaxUid    int           // bytes; default 256
 	MaxDesc   int           // bytes; default 4096
 	MaxAttrs  int           // entries; default 32
@@ -140,7 +171,13 @@ func (l Limits) WithDefaults() Limits {
 		l.MaxExpiry = 24 * time.Hour
 	}
 	if l.MaxDepth == 0 {
-		l.MaxDepth = dewey.MaxGeoDepth
+		l.MaxDepth = geo.MaxDepth
+	}
+	if l.MaxRadiusM == 0 {
+		l.MaxRadiusM = 100_000
+	}
+	if l.MaxVertices == 0 {
+		l.MaxVertices = 1024
 	}
 	if l.MaxUid == 0 {
 		l.MaxUid = 256
@@ -197,14 +234,26 @@ func (l Limits) checkAttrs(field string, attrs map[string]string) error {
 
 // NewSubscription validates req and stamps it at now.
 func (l Limits) NewSubscription(req *SubscribeRequest, now int64) (Subscription, error) {
+	// A query (no future window) looks back as far as publications live.
+	maxPast := l.MaxPast
+	if req.Future == 0 {
+		maxPast = max(l.MaxPast, l.MaxExpiry)
+	}
 	switch {
-	case req.Past < 0 || req.Past > l.MaxPast:
-		return Subscription{}, fmt.Errorf("%w: past %v not in 0…%v", ErrWindow, req.Past, l.MaxPast)
+	case req.Past < 0 || req.Past > maxPast:
+		return Subscription{}, fmt.Errorf("%w: past %v not in 0…%v", ErrWindow, req.Past, maxPast)
+	case req.Query != (Narrow{}) && req.Future != 0:
+		return Subscription{}, fmt.Errorf("%w: until, publisher and limit narrow a query, which has no future window", ErrWindow)
+	case req.Query.Limit < 0:
+		return Subscription{}, fmt.Errorf("%w: limit %d", ErrField, req.Query.Limit)
 	case req.Future < 0 || req.Future > l.MaxFuture:
 		return Subscription{}, fmt.Errorf("%w: future %v not in 0…%v", ErrWindow, req.Future, l.MaxFuture)
 	}
 	cell, cover, err := l.checkCover(req.Cell, req.Cover)
 	if err != nil {
+		return Subscription{}, err
+	}
+	if err := l.checkShape(req.Shape, cellList(cell, cover)); err != nil {
 		return Subscription{}, err
 	}
 	if err := l.checkText("uid", req.Uid, l.MaxUid); err != nil {
@@ -220,7 +269,7 @@ func (l Limits) NewSubscription(req *SubscribeRequest, now int64) (Subscription,
 		return Subscription{}, err
 	}
 	return Subscription{
-		Uid: req.Uid, Cell: cell, Cover: cover, Ts: now, Tmin: now - int64(req.Past), Tmax: now + int64(req.Future),
+		Uid: req.Uid, Cell: cell, Cover: cover, Shape: req.Shape, Ts: now, Tmin: now - int64(req.Past), Tmax: now + int64(req.Future),
 		SelfJoin: req.SelfJoin, Filter: req.Filter,
 	}, nil
 }
@@ -246,12 +295,10 @@ func (l Limits) NewPublication(req *PublishRequest, now int64) (Publication, err
 	if err := l.checkAttrs("attrs", req.Attrs); err != nil {
 		return Publication{}, err
 	}
-	if req.At != nil {
-		if err := req.At.Check(); err != nil {
-			return Publication{}, err
-		}
+	if err := l.checkShape(req.Shape, cellList(cell, cover)); err != nil {
+		return Publication{}, err
 	}
-	return Publication{Uid: req.Uid, Cell: cell, Cover: cover, Tp: now, Tmax: now + int64(req.Expires), Desc: req.Desc, Attrs: req.Attrs, At: req.At}, nil
+	return Publication{Uid: req.Uid, Cell: cell, Cover: cover, Tp: now, Tmax: now + int64(req.Expires), Desc: req.Desc, Attrs: req.Attrs, Shape: req.Shape}, nil
 }
 
 // SortPublications orders newest first. It sorts stamps with their
@@ -326,3 +373,11 @@ func SortMatches(ms []Matched) {
 
 // CheckCell validates a cell as NewSubscription and NewPublication do.
 func (l Limits) CheckCell(c Cell) error { return l.checkCell(c) }
+
+// cellList is a record's cells: its cover, or its one cell.
+func cellList(cell Cell, cover *Cover) []Cell {
+	if cover != nil {
+		return cover.Cells
+	}
+	return []Cell{cell}
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seed84792017/cellcast/dewey"
+	"github.com/seed84792017/cellcast/geo"
 )
 
 func cellOf(s string) Cell {
@@ -74,7 +75,7 @@ func TestLimits(t *testing.T) {
 	if err != nil || s.Tmin != 1000-int64(time.Second) || s.Tmax != 1000+int64(2*time.Second) {
 		t.Fatalf("%+v %v", s, err)
 	}
-	deep := Cell{NS: NSCell, ID: make(dewey.ID, 17)}
+	deep := Cell{NS: NSCell, ID: make(dewey.ID, geo.MaxDepth+1)}
 	for i := range deep.ID {
 		deep.ID[i] = 1
 	}

@@ -37,14 +37,13 @@ const Depth = 5
 // Openers are this module's stores. Fixed granularity writes every
 // operation at the quad tree's leaves.
 func Openers(opts *lsm.Options) map[string]Opener {
-	tree, _ := dewey.NewQuadTree(dewey.NewYorkState, Depth)
 	return map[string]Opener{
 		"dualdb": func(dir string, cfg listdb.Config) (Store, func(int64) error, error) {
 			s, err := dualdb.Open(dir, cfg, opts)
 			return s, nil, err
 		},
 		"dualdb fixed": func(dir string, cfg listdb.Config) (Store, func(int64) error, error) {
-			cfg.Granularity, cfg.Tree, cfg.LeafDepth = listdb.Fixed, tree, Depth
+			cfg.Granularity, cfg.LeafDepth = listdb.Fixed, Depth
 			s, err := dualdb.Open(dir, cfg, opts)
 			return s, nil, err
 		},

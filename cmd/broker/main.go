@@ -16,8 +16,11 @@ import (
 
 	"github.com/seed84792017/cellcast/broker"
 	"github.com/seed84792017/cellcast/catalog"
+	"github.com/seed84792017/cellcast/gateway"
+	"github.com/seed84792017/cellcast/geo"
 	"github.com/seed84792017/cellcast/internal/flagenv"
 	"github.com/seed84792017/cellcast/listdb"
+	"github.com/seed84792017/cellcast/subscriptions"
 )
 
 func main() {
@@ -70,8 +73,12 @@ func run(args []string) int {
 	fs.StringVar(&c.AuthAudience, "auth-audience", "", "required \"aud\" claim of JWTs (empty: not checked)")
 	fs.DurationVar(&c.AuthLeeway, "auth-leeway", 5*time.Second, "clock skew forgiven on the \"exp\" and \"nbf\" claims of JWTs")
 	fs.BoolVar(&c.AuthAllowNoExpiry, "auth-allow-no-expiry", false, "accept JWTs without an \"exp\" claim (they never expire: only a new secret retires them)")
-	fs.IntVar(&c.GeoDepth, "geo-depth", 12, "quad tree depth a lat/lng point maps to (1-16)")
-	fs.IntVar(&c.Limits.MaxDepth, "max-depth", 16, "deepest Dewey id accepted")
+	fs.IntVar(&c.Grid.Level, "geo-level", geo.DefaultLevel, "S2 level a lat/lng point is indexed at, and the deepest a cover goes (1-30; 16: cells about 150 m across)")
+	fs.IntVar(&c.Grid.Cover, "cover", gateway.DefaultCover, "cells a circle or a polygon is covered by when its request gives no cover")
+	fs.IntVar(&c.Grid.MaxCover, "max-cover", subscriptions.MaxCover, "most cells a request's cover may ask for (1-16)")
+	fs.Float64Var(&c.Limits.MaxRadiusM, "max-radius", 100_000, "largest circle radius accepted, in metres")
+	fs.IntVar(&c.Limits.MaxVertices, "max-vertices", 1024, "most vertices a polygon may have, all rings together (at most 4096)")
+	fs.IntVar(&c.Limits.MaxDepth, "max-depth", geo.MaxDepth, "deepest Dewey id accepted")
 	fs.DurationVar(&c.Limits.MaxPast, "max-past", time.Hour, "longest past window of a subscription")
 	fs.DurationVar(&c.Limits.MaxFuture, "max-future", time.Hour, "longest future window of a subscription")
 	fs.DurationVar(&c.Limits.MaxExpiry, "max-expiry", 24*time.Hour, "longest lifetime of a publication")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seed84792017/cellcast/dewey"
+	"github.com/seed84792017/cellcast/geo"
 	"github.com/seed84792017/cellcast/subscriptions"
 )
 
@@ -47,20 +48,23 @@ func Covers(t *testing.T, open Opener) {
 	}
 	r := newRun(t, open, 7, false)
 	defer func() { r.store.Close() }()
-	tree := r.covers
 	ctx := context.Background()
 	var recs []*coverRec
 	cellsOf := func() ([]subscriptions.Cell, []string) {
 		var cells []subscriptions.Cell
+		lat, lng := r.near(r.rng)
 		if r.rng.Intn(3) == 0 {
-			id, err := tree.Cell(42.0+r.rng.Float64()*0.6, -75.0+r.rng.Float64()*0.6, 1+r.rng.Intn(tree.MaxDepth()))
+			id, err := geo.PointCell(lat, lng, r.rng.Intn(r.maxDepth()))
 			if err != nil {
 				t.Fatal(err)
 			}
 			cells = []subscriptions.Cell{{NS: subscriptions.NSCell, ID: id}}
 		} else {
-			lat, lng := 42.0+r.rng.Float64()*0.6, -75.0+r.rng.Float64()*0.6
-			ids, err := tree.CircleCover(lat, lng, 10*float64(int(1)<<r.rng.Intn(12)), 1+r.rng.Intn(subscriptions.MaxCover))
+			c, err := geo.NewCircle(lat, lng, 10*float64(int(1)<<r.rng.Intn(12)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids, err := c.Cover(1+r.rng.Intn(subscriptions.MaxCover), r.maxDepth()-1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -203,7 +207,7 @@ func CoverValidation(t *testing.T, open Opener) {
 	r := newRun(t, open, 9, false)
 	defer func() { r.store.Close() }()
 	ctx := context.Background()
-	cells := circleCover(t, rand.New(rand.NewSource(1)), r.covers, subscriptions.MaxCover+1)
+	cells := r.circleCover(rand.New(rand.NewSource(1)), subscriptions.MaxCover+1)
 	_, err := r.store.Subscribe(ctx, &subscriptions.SubscribeRequest{Uid: "u", Cover: cells, Future: time.Minute})
 	if !errors.Is(err, subscriptions.ErrCover) || !errors.Is(err, subscriptions.ErrBadRequest) {
 		t.Fatalf("subscribe on %d cells: %v", len(cells), err)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/seed84792017/cellcast/dewey"
+	"github.com/seed84792017/cellcast/geo"
+	"github.com/seed84792017/cellcast/geo/geotest"
 	"github.com/seed84792017/cellcast/listdb"
 	"github.com/seed84792017/cellcast/lsm"
 	"github.com/seed84792017/cellcast/subscriptions"
@@ -45,8 +47,7 @@ type run struct {
 	store  *listdb.Store
 	oracle *subscriptions.Oracle
 	sc, oc *subscriptions.FakeClock
-	tree   *dewey.QuadTree
-	covers *dewey.QuadTree // as deep as the cells drawn, for circle covers
+	spots  [][2]float64 // where on Earth the operations gather, so that many overlap
 	sids   []string
 	users  []string
 	fixed  bool
@@ -76,10 +77,7 @@ func (r *run) cell() subscriptions.Cell {
 // cellFrom draws geo cells at every depth (and, unless fixed, topics and
 // another raw hierarchy), concentrated so that many overlap.
 func (r *run) cellFrom(rng *rand.Rand) (subscriptions.Cell, error) {
-	maxDepth := 6
-	if r.fixed {
-		maxDepth = r.cfg.LeafDepth
-	}
+	maxDepth := r.maxDepth()
 	if !r.fixed && rng.Intn(5) == 0 {
 		ns := subscriptions.NSTopic
 		if rng.Intn(2) == 0 {
@@ -96,13 +94,55 @@ func (r *run) cellFrom(rng *rand.Rand) (subscriptions.Cell, error) {
 		}
 		return subscriptions.Cell{NS: ns, ID: id}, nil
 	}
-	// Points in a small area so cells collide; depth skewed deep.
-	lat := 42.0 + rng.Float64()*0.6
-	lng := -75.0 + rng.Float64()*0.6
+	// Points near a few spots so cells collide; depth skewed deep.
+	lat, lng := r.near(rng)
 	depth := maxDepth - int(rng.ExpFloat64())
 	depth = max(1, min(depth, maxDepth))
-	id, err := r.tree.Cell(lat, lng, depth)
+	id, err := geo.PointCell(lat, lng, depth-1)
 	return subscriptions.Cell{NS: subscriptions.NSCell, ID: id}, err
+}
+
+// near draws a point within 20 km of one of the run's spots.
+func (r *run) near(rng *rand.Rand) (lat, lng float64) {
+	s := r.spots[rng.Intn(len(r.spots))]
+	return geotest.Destination(s[0], s[1], rng.Float64()*20000, rng.Float64()*2*math.Pi)
+}
+
+// maxDepth is the deepest cell drawn: S2 level 9 (cells of 10–20 km,
+// about the size of the spots) or the leaf depth of fixed granularity.
+func (r *run) maxDepth() int {
+	if r.fixed {
+		return r.cfg.LeafDepth
+	}
+	return 10
+}
+
+// shaped puts a request, one time in three, at a shape near a spot (a
+// circle, a point or a polygon, up to 8 km across) on a cover of up to
+// MaxCover cells (now and then one too many, which both must refuse);
+// otherwise it draws a cell and, one time in five, a cover of cells.
+func (r *run) shaped() (subscriptions.Cell, []subscriptions.Cell, *geo.Shape) {
+	if r.rng.Intn(3) > 0 {
+		return r.cell(), r.cover(), nil
+	}
+	lat, lng := r.near(r.rng)
+	s := geotest.Shape(r.rng, lat, lng, 4000)
+	k := 1 + r.rng.Intn(subscriptions.MaxCover)
+	ids, err := s.Cover(k, r.maxDepth()-1)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	cells := make([]subscriptions.Cell, len(ids))
+	for i, id := range ids {
+		cells[i] = subscriptions.Cell{NS: subscriptions.NSCell, ID: id}
+	}
+	if r.rng.Intn(40) == 0 {
+		for len(cells) <= subscriptions.MaxCover {
+			cells = append(cells, r.cell())
+		}
+	}
+	r.rng.Shuffle(len(cells), func(i, j int) { cells[i], cells[j] = cells[j], cells[i] })
+	return subscriptions.Cell{}, cells, s
 }
 
 var words = []string{"accident", "fire", "roadwork", "flood", "parade"}
@@ -165,7 +205,7 @@ func sids(ms []subscriptions.Matched) string {
 }
 
 func sameErr(a, b error) bool {
-	for _, e := range []error{subscriptions.ErrUnknownSid, subscriptions.ErrBadID, subscriptions.ErrWindow, subscriptions.ErrCell, subscriptions.ErrField, subscriptions.ErrCover} {
+	for _, e := range []error{subscriptions.ErrUnknownSid, subscriptions.ErrBadID, subscriptions.ErrWindow, subscriptions.ErrCell, subscriptions.ErrField, subscriptions.ErrCover, subscriptions.ErrShape} {
 		if errors.Is(a, e) != errors.Is(b, e) {
 			return false
 		}
@@ -183,23 +223,27 @@ func (r *run) cover() []subscriptions.Cell {
 	if r.rng.Intn(40) == 0 {
 		k = subscriptions.MaxCover + 1
 	}
-	return circleCover(r.t, r.rng, r.covers, k)
+	return r.circleCover(r.rng, k)
 }
 
-// circleCover draws a circle in the area cells are drawn from, of radius
-// 10 m to tens of km, and returns a cover of k cells, padded with further
-// cells when the circle needs fewer.
-func circleCover(t testing.TB, rng *rand.Rand, tree *dewey.QuadTree, k int) []subscriptions.Cell {
-	lat, lng := 42.0+rng.Float64()*0.6, -75.0+rng.Float64()*0.6
-	radius := 10 * math.Exp(rng.Float64()*8)
-	ids, err := tree.CircleCover(lat, lng, radius, k)
+// circleCover draws a circle near the spots, of radius 10 m to tens of
+// km, and returns a cover of k cells, padded with further cells when the
+// circle needs fewer.
+func (r *run) circleCover(rng *rand.Rand, k int) []subscriptions.Cell {
+	lat, lng := r.near(rng)
+	c, err := geo.NewCircle(lat, lng, 10*math.Exp(rng.Float64()*8))
 	if err != nil {
-		t.Fatal(err)
+		r.t.Fatal(err)
+	}
+	ids, err := c.Cover(k, r.maxDepth()-1)
+	if err != nil {
+		r.t.Fatal(err)
 	}
 	for len(ids) < k {
-		id, err := tree.Cell(42.0+rng.Float64()*0.6, -75.0+rng.Float64()*0.6, 1+rng.Intn(tree.MaxDepth()))
+		lat, lng := r.near(rng)
+		id, err := geo.PointCell(lat, lng, rng.Intn(r.maxDepth()))
 		if err != nil {
-			t.Fatal(err)
+			r.t.Fatal(err)
 		}
 		ids = append(ids, id)
 	}
@@ -216,8 +260,8 @@ func (r *run) step(i int) {
 	uid := r.users[r.rng.Intn(len(r.users))]
 	switch p := r.rng.Intn(100); {
 	case p < 40:
-		req := subscribeRequest(r.rng, uid, r.cell())
-		req.Cover = r.cover()
+		req := subscribeRequest(r.rng, uid, subscriptions.Cell{})
+		req.Cell, req.Cover, req.Shape = r.shaped()
 		if r.rng.Intn(50) == 0 {
 			req.Future = 2 * time.Minute // over the limit
 		}
@@ -236,8 +280,8 @@ func (r *run) step(i int) {
 			r.sids = append(r.sids, want.Sub.Sid())
 		}
 	case p < 80:
-		req := publishRequest(r.rng, uid, r.cell())
-		req.Cover = r.cover()
+		req := publishRequest(r.rng, uid, subscriptions.Cell{})
+		req.Cell, req.Cover, req.Shape = r.shaped()
 		got, gerr := r.store.Publish(ctx, req)
 		want, werr := r.oracle.Publish(ctx, req)
 		if !sameErr(gerr, werr) {
@@ -307,25 +351,20 @@ func (r *run) replay(i int) {
 	}
 }
 
+// newRun starts a run whose operations gather near four spots: New York,
+// the antimeridian at the equator, the North Pole's neighbourhood, and a
+// corner shared by cells of every level (a face's).
 func newRun(t *testing.T, open Opener, seed int64, fixed bool) *run {
-	tree, err := dewey.NewQuadTree(dewey.NewYorkState, dewey.MaxGeoDepth)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &run{t: t, rng: rand.New(rand.NewSource(seed)), open: open, dir: t.TempDir(), tree: tree, fixed: fixed,
+	r := &run{t: t, rng: rand.New(rand.NewSource(seed)), open: open, dir: t.TempDir(), fixed: fixed,
 		sc: subscriptions.NewFakeClock(start), oc: subscriptions.NewFakeClock(start)}
+	r.spots = [][2]float64{{40.758, -73.9855}, {0.5, 179.99}, {89.9, 30}}
+	corner, _ := geo.CellBounds(dewey.ID{4})
+	r.spots = append(r.spots, corner[0])
 	r.cfg = listdb.Config{Limits: limits, Clock: r.sc, Now: r.sc.Peek}
 	if fixed {
-		r.cfg.Granularity, r.cfg.Tree, r.cfg.LeafDepth = listdb.Fixed, tree, 5
+		r.cfg.Granularity, r.cfg.LeafDepth = listdb.Fixed, 5
 	}
 	r.oracle = subscriptions.NewOracle(r.oc, limits)
-	depth := 6
-	if fixed {
-		depth = r.cfg.LeafDepth
-	}
-	if r.covers, err = dewey.NewQuadTree(dewey.NewYorkState, depth); err != nil {
-		t.Fatal(err)
-	}
 	for i := 0; i < 12; i++ {
 		r.users = append(r.users, fmt.Sprintf("user%d", i))
 	}
@@ -409,6 +448,16 @@ func BadInput(t *testing.T, open Opener) {
 	ctx := context.Background()
 	cell := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{1, 2}}
 	long := strings.Repeat("x", 5000)
+	bigCircle, _ := geo.NewCircle(0, 0, 200_000) // above the default 100 km
+	smallCircle, _ := geo.NewCircle(0, 0, 10)
+	ring := make([]geo.LatLng, 1100) // above the default 1,024 vertices
+	for k := range ring {
+		ring[k].Lat, ring[k].Lng = geotest.Destination(0, 0, 1000, 2*math.Pi*float64(k)/float64(len(ring)))
+	}
+	bigPolygon, err := geo.NewPolygons([]geo.Rings{{ring}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	subs := []struct {
 		req  subscriptions.SubscribeRequest
 		want error
@@ -418,7 +467,9 @@ func BadInput(t *testing.T, open Opener) {
 		{subscriptions.SubscribeRequest{Uid: "u", Cell: subscriptions.Cell{NS: subscriptions.NSCell}}, subscriptions.ErrCell},
 		{subscriptions.SubscribeRequest{Uid: "u", Cell: subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{1, 0}}}, subscriptions.ErrCell},
 		{subscriptions.SubscribeRequest{Uid: "u", Cell: subscriptions.Cell{NS: 'x', ID: dewey.ID{1}}}, subscriptions.ErrCell},
-		{subscriptions.SubscribeRequest{Uid: "u", Cell: subscriptions.Cell{NS: subscriptions.NSCell, ID: make(dewey.ID, 17)}}, subscriptions.ErrCell},
+		{subscriptions.SubscribeRequest{Uid: "u", Cell: subscriptions.Cell{NS: subscriptions.NSCell, ID: make(dewey.ID, geo.MaxDepth+1)}}, subscriptions.ErrCell},
+		{subscriptions.SubscribeRequest{Uid: "u", Cell: cell, Shape: bigCircle}, subscriptions.ErrShape},
+		{subscriptions.SubscribeRequest{Uid: "u", Cell: subscriptions.Cell{NS: subscriptions.NSTopic, ID: dewey.ID{1}}, Shape: smallCircle}, subscriptions.ErrShape},
 		{subscriptions.SubscribeRequest{Uid: "", Cell: cell}, subscriptions.ErrField},
 		{subscriptions.SubscribeRequest{Uid: long, Cell: cell}, subscriptions.ErrField},
 		{subscriptions.SubscribeRequest{Uid: "u\xff", Cell: cell}, subscriptions.ErrField},
@@ -441,6 +492,8 @@ func BadInput(t *testing.T, open Opener) {
 		{subscriptions.PublishRequest{Uid: "u", Cell: cell, Expires: time.Second, Desc: long}, subscriptions.ErrField},
 		{subscriptions.PublishRequest{Uid: "u", Cell: cell, Expires: time.Second, Attrs: map[string]string{"": "v"}}, subscriptions.ErrField},
 		{subscriptions.PublishRequest{Uid: "u", Cover: make([]subscriptions.Cell, subscriptions.MaxCover+1), Expires: time.Second}, subscriptions.ErrCover},
+		{subscriptions.PublishRequest{Uid: "u", Cell: cell, Expires: time.Second, Shape: bigCircle}, subscriptions.ErrShape},
+		{subscriptions.PublishRequest{Uid: "u", Cell: cell, Expires: time.Second, Shape: bigPolygon}, subscriptions.ErrShape},
 	}
 	for i, c := range pubs {
 		if _, err := r.store.Publish(ctx, &c.req); !errors.Is(err, c.want) {
