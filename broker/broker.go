@@ -367,6 +367,7 @@ func (b *Broker) routes() *http.ServeMux {
 		w.Write([]byte("ready\n"))
 	})
 	mux.HandleFunc("POST /api/{op}", b.gw.ServeHTTP)
+	mux.HandleFunc("GET /cells", gateway.ServeCells) // the grid's outlines, for maps
 	mux.Handle("/", demo.Handler()) // the demo page (docs/demo.md)
 	return mux
 }

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +23,8 @@ import (
 
 	cellcast "github.com/seed84792017/cellcast/client"
 	"github.com/seed84792017/cellcast/gateway"
+	"github.com/seed84792017/cellcast/geo"
+	"github.com/seed84792017/cellcast/subscriptions"
 	"github.com/seed84792017/cellcast/lsm/vfs"
 )
 
@@ -331,9 +335,9 @@ func TestSubscribePublishNotifyAcrossDepthsAndTopics(t *testing.T) {
 		t.Fatalf("the latest publication names its topic: %+v, %v", q, err)
 	}
 
-	// lat/lng map into the quad tree: a point subscription hears a radius publication around it.
+	// lat/lng map onto the world grid: a point subscription hears a radius publication around it.
 	pt := subscribe(cellcast.SubscribeRequest{Location: cellcast.Point(40.7580, -73.9855)})
-	if depth := strings.Count(pt.Cell, ".") + 1; depth != 12 {
+	if depth := strings.Count(pt.Cell, ".") + 1; depth != geo.DefaultLevel+1 {
 		t.Fatalf("a point maps to %v, depth %d", pt.Cell, depth)
 	}
 	around, err := pub.Publish(ctx, cellcast.PublishRequest{Location: cellcast.Circle(40.7580, -73.9855, 2000), Expires: time.Minute})
@@ -403,7 +407,7 @@ func TestResumeAfterDroppedConnectionLosesNothing(t *testing.T) {
 }
 
 func TestBadRequestsGetErrorFramesAndTheConnectionLives(t *testing.T) {
-	b := start(t, Config{Gateway: gateway.Limits{MaxFrame: 4096, MaxSubscriptions: 2}})
+	b := start(t, Config{Gateway: gateway.Limits{MaxFrame: 4096, MaxSubscriptions: 2}, Limits: subscriptions.Limits{MaxVertices: 50}})
 	c := dial(t, b, nil)
 	other := dial(t, b, nil)
 	os := other.do(msg{"op": "subscribe", "uid": "o", "cell": "1.3", "future": "1m"})
@@ -423,9 +427,18 @@ func TestBadRequestsGetErrorFramesAndTheConnectionLives(t *testing.T) {
 		{"two locations", `{"id":"x","op":"publish","uid":"u","cell":"1","topic":"a"}`, gateway.CodeBadRequest},
 		{"invalid dewey zero", `{"id":"x","op":"publish","uid":"u","cell":"1.0.2"}`, gateway.CodeBadRequest},
 		{"invalid dewey text", `{"id":"x","op":"publish","uid":"u","cell":"1.a"}`, gateway.CodeBadRequest},
-		{"too deep", `{"id":"x","op":"publish","uid":"u","cell":"1.1.1.1.1.1.1.1.1.1.1.1.1.1.1.1.1"}`, gateway.CodeBadRequest},
+		{"too deep", `{"id":"x","op":"publish","uid":"u","cell":"1` + strings.Repeat(".1", geo.MaxDepth) + `"}`, gateway.CodeBadRequest},
 		{"bad topic", `{"id":"x","op":"subscribe","uid":"u","topic":"Sports//x"}`, gateway.CodeBadRequest},
-		{"outside the map", `{"id":"x","op":"subscribe","uid":"u","lat":10,"lng":10}`, gateway.CodeBadRequest},
+		{"lat out of range", `{"id":"x","op":"subscribe","uid":"u","lat":91,"lng":10}`, gateway.CodeBadRequest},
+		{"lng out of range", `{"id":"x","op":"publish","uid":"u","lat":10,"lng":-180.5,"radius_m":5,"expires":"1m"}`, gateway.CodeBadRequest},
+		{"zero radius", `{"id":"x","op":"subscribe","uid":"u","lat":41,"lng":-74,"radius_m":0,"future":"1m"}`, gateway.CodeBadRequest},
+		{"radius above the limit", `{"id":"x","op":"subscribe","uid":"u","lat":41,"lng":-74,"radius_m":200000,"future":"1m"}`, gateway.CodeBadRequest},
+		{"polygon not closed", `{"id":"x","op":"publish","uid":"u","polygon":{"type":"Polygon","coordinates":[[[-74,40.7],[-73.9,40.7],[-73.9,40.8],[-74,40.8]]]},"expires":"1m"}`, gateway.CodeBadRequest},
+		{"polygon of two points", `{"id":"x","op":"publish","uid":"u","polygon":{"type":"Polygon","coordinates":[[[-74,40.7],[-73.9,40.7],[-74,40.7]]]},"expires":"1m"}`, gateway.CodeBadRequest},
+		{"polygon crossing itself", `{"id":"x","op":"subscribe","uid":"u","polygon":{"type":"Polygon","coordinates":[[[-74,40.7],[-73.9,40.8],[-73.9,40.7],[-74,40.8],[-74,40.7]]]},"future":"1m"}`, gateway.CodeBadRequest},
+		{"polygon of too many vertices", `{"id":"x","op":"publish","uid":"u","polygon":` + manyVertices(60) + `,"expires":"1m"}`, gateway.CodeBadRequest},
+		{"polygon not GeoJSON", `{"id":"x","op":"publish","uid":"u","polygon":{"type":"Point","coordinates":[1,2]},"expires":"1m"}`, gateway.CodeBadRequest},
+		{"polygon and a point", `{"id":"x","op":"publish","uid":"u","lat":41,"lng":-74,"polygon":{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1],[0,0]]]},"expires":"1m"}`, gateway.CodeBadRequest},
 		{"lat without lng", `{"id":"x","op":"subscribe","uid":"u","lat":41}`, gateway.CodeBadRequest},
 		{"negative radius", `{"id":"x","op":"subscribe","uid":"u","lat":41,"lng":-74,"radius_m":-5}`, gateway.CodeBadRequest},
 		{"cover of a cell", `{"id":"x","op":"publish","uid":"u","cell":"1.2","cover":2,"expires":"1m"}`, gateway.CodeBadRequest},
@@ -451,6 +464,17 @@ func TestBadRequestsGetErrorFramesAndTheConnectionLives(t *testing.T) {
 		m := c.next()
 		if m["op"] != "error" || m["code"] != tc.code || m["message"] == "" {
 			t.Errorf("%s: got %v, want error %s", tc.name, m, tc.code)
+		}
+		// A geometry error names its field.
+		if field := geometryField(tc.name); field != "" && !strings.Contains(fmt.Sprint(m["message"]), field) {
+			t.Errorf("%s: %q does not name %s", tc.name, m["message"], field)
+		}
+	}
+	// None of them stored anything: a subscription over every face hears
+	// of nothing published before it.
+	for f := 1; f <= 6; f++ {
+		if m := c.do(msg{"op": "subscribe", "uid": "u", "cell": strconv.Itoa(f), "past": "1m"}); len(m["results"].([]any)) != 0 {
+			t.Fatalf("face %d holds %v after refused requests", f, m["results"])
 		}
 	}
 	// The subscription limit: two fit, the third is refused.
@@ -892,19 +916,52 @@ func TestDiskFailureTurnsReadyzAndLosesNothing(t *testing.T) {
 func TestCoverOnTheWire(t *testing.T) {
 	b := start(t, Config{})
 	c := dial(t, b, nil)
-	lat, lng := (40.49+45.02)/2, (-79.77-71.85)/2 // where the first quadrants meet
-	s := c.do(msg{"op": "subscribe", "uid": "u", "lat": lat, "lng": lng, "radius_m": 300, "cover": 4, "future": "1m"})
+	id, _ := geo.PointCell(40.758, -73.9855, 13)
+	cid, _ := geo.CellID(id)
+	centre := cid.LatLng() // where its four children meet
+	lat, lng := centre.Lat.Degrees(), centre.Lng.Degrees()
+	s := c.do(msg{"op": "subscribe", "uid": "u", "lat": lat, "lng": lng, "radius_m": 100, "cover": 4, "future": "1m"})
 	wantOp(t, s, "subscribed")
 	cover, _ := s["cover"].([]any)
-	if len(cover) != 4 || cover[0] != s["cell"] || !strings.HasSuffix(s["sid"].(string), "-"+s["cell"].(string)) {
-		t.Fatalf("subscribed %v: want a cover of 4 whose first cell the sid names", s)
+	if len(cover) < 2 || len(cover) > 4 || cover[0] != s["cell"] || !strings.HasSuffix(s["sid"].(string), "-"+s["cell"].(string)) {
+		t.Fatalf("subscribed %v: want a cover of 2 to 4 whose first cell the sid names", s)
 	}
-	p := c.do(msg{"op": "publish", "uid": "u", "cell": "1", "expires": "1m"})
-	q := c.do(msg{"op": "publish", "uid": "u", "lat": lat, "lng": lng, "radius_m": 100, "cover": 4, "expires": "1m"})
+	p := c.do(msg{"op": "publish", "uid": "u", "cell": id[:1].String(), "expires": "1m"})
+	q := c.do(msg{"op": "publish", "uid": "u", "lat": lat, "lng": lng, "radius_m": 50, "cover": 4, "expires": "1m"})
 	if p["matched"] != 1.0 || q["matched"] != 1.0 || q["cover"] == nil {
 		t.Fatalf("published %v and %v: want one match each, and the second's cover", p, q)
 	}
 	if got := pidsOf(c.wait(2)); len(got) != 2 || got[0] != p["pid"] || got[1] != q["pid"] {
 		t.Fatalf("notifications %v, want %v and %v once", got, p["pid"], q["pid"])
 	}
+}
+
+// geometryField is the field a geometry case's error must name.
+func geometryField(name string) string {
+	switch {
+	case strings.HasPrefix(name, "lat "):
+		return "lat"
+	case strings.HasPrefix(name, "lng "):
+		return "lng"
+	case strings.Contains(name, "radius"):
+		return "radius_m"
+	case strings.HasPrefix(name, "polygon") && name != "polygon and a point":
+		return "polygon"
+	}
+	return ""
+}
+
+// manyVertices is a GeoJSON polygon of n vertices on a circle.
+func manyVertices(n int) string {
+	var b strings.Builder
+	b.WriteString(`{"type":"Polygon","coordinates":[[`)
+	for k := 0; k <= n; k++ {
+		a := 2 * math.Pi * float64(k%n) / float64(n)
+		if k > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "[%v,%v]", -74+0.01*math.Cos(a), 40.7+0.01*math.Sin(a))
+	}
+	b.WriteString(`]]}`)
+	return b.String()
 }

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seed84792017/cellcast/service"
 	"github.com/seed84792017/cellcast/geo/geotest"
+	"github.com/seed84792017/cellcast/service"
 	"github.com/seed84792017/cellcast/subscriptions"
 )
 

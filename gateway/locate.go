@@ -105,9 +105,8 @@ func (l *Locator) locate(req *Request) (place, error) {
 		if err != nil {
 			return place{}, errorf(CodeBadRequest, "cell %q: %v", *req.Cell, err)
 		}
-		if c.NS == subscriptions.NSCell && !geo.IsCell(c.ID) {
-			return place{}, errorf(CodeBadRequest, "cell %q is not a cell of the world grid: its first component is a face, 1 to 6, each further one a child, 1 to 4, at most %d in all", *req.Cell, geo.MaxDepth)
-		}
+		// Any Dewey id is a cell (the thesis's hierarchy); those of the
+		// world grid also have a region, which shapes are refined against.
 		return place{cell: c}, nil
 	case req.Topic != nil:
 		if l.topics == nil {

@@ -51,8 +51,7 @@ func TestNATSSinkCatchesUpAfterAnOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tree, _ := dewey.NewQuadTree(dewey.NewYorkState, 12)
-	loc := NewLocator(tree, nil)
+	loc, _ := NewLocator(Grid{}, nil)
 	svc := service.New(service.Config{Store: store, Encode: loc.EncodePublication})
 	defer svc.Close()
 	g := New(Config{Service: svc, Locator: loc})

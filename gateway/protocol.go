@@ -91,10 +91,10 @@ type Request struct {
 	// Near and Within: a query by place, a circle or a polygon.
 	Near    *NearJSON       `json:"near"`
 	Within  json.RawMessage `json:"within"`
-	Topic   *string   `json:"topic"`
-	Past    *Duration `json:"past"`
-	Future  *Duration `json:"future"`
-	Expires *Duration `json:"expires"`
+	Topic   *string         `json:"topic"`
+	Past    *Duration       `json:"past"`
+	Future  *Duration       `json:"future"`
+	Expires *Duration       `json:"expires"`
 	// SelfJoin: on subscribe, leave out what this user's earlier
 	// subscriptions already returned; on publish, reply with the cell's
 	// recent publications too.

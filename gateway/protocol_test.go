@@ -6,6 +6,7 @@ import (
 
 	"github.com/seed84792017/cellcast/delivery"
 	"github.com/seed84792017/cellcast/dewey"
+	"github.com/seed84792017/cellcast/geo"
 	"github.com/seed84792017/cellcast/subscriptions"
 )
 
@@ -19,14 +20,15 @@ func FuzzRequest(f *testing.F) {
 		`{"op":"subscribe","topic":"sports/soccer","filter":{"keyword":"goal","attrs":{"a":"b"}}}`,
 		`{"op":"subscribe","lat":42,"lng":-75,"radius_m":900,"cover":4}`,
 		`{"op":"resume","sid":"abc-1.2","after":5}`, `{"id":{}}`, `[]`, `{"past":1e308}`,
+		`{"op":"publish","polygon":{"type":"Polygon","coordinates":[[[-74,40.7],[-73.9,40.7],[-73.9,40.8],[-74,40.7]]]},"cover":6}`,
+		`{"op":"query","near":{"lat":48.85,"lng":2.35,"radius_m":800},"k":5}`,
 	} {
 		f.Add([]byte(s))
 	}
-	tree, err := dewey.NewQuadTree(dewey.NewYorkState, 12)
+	loc, err := NewLocator(Grid{}, nil)
 	if err != nil {
 		f.Fatal(err)
 	}
-	loc := &Locator{tree: tree}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		req, e := decodeRequest(data)
 		if e != nil {
@@ -38,12 +40,16 @@ func FuzzRequest(f *testing.F) {
 		if req.Topic != nil {
 			return // the registry would write; its paths have their own fuzz-free checks
 		}
-		c, cover, err := loc.locate(req)
+		at, err := loc.locate(req)
+		c, cover := at.cell, at.cover
 		if err == nil && c.ID.Validate(dewey.MaxDepth) != nil {
 			t.Fatalf("locate(%q) = invalid %v", data, c)
 		}
 		if err == nil && (len(cover) == 1 || len(cover) > subscriptions.MaxCover || (cover != nil && cover[0].Compare(c) != 0)) {
 			t.Fatalf("locate(%q) = cover %v of cell %v", data, cover, c)
+		}
+		if err == nil && at.shape != nil && (c.NS != subscriptions.NSCell || !geo.IsCell(c.ID)) {
+			t.Fatalf("locate(%q) = a shape on %v", data, c)
 		}
 	})
 }

@@ -143,4 +143,3 @@ func queryError(err error) error {
 	}
 	return err
 }
-

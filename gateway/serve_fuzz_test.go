@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/seed84792017/cellcast/auth"
-	"github.com/seed84792017/cellcast/dewey"
 	"github.com/seed84792017/cellcast/dualdb"
 	"github.com/seed84792017/cellcast/listdb"
 	"github.com/seed84792017/cellcast/service"
@@ -38,8 +37,7 @@ func FuzzServe(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	tree, _ := dewey.NewQuadTree(dewey.NewYorkState, 12)
-	loc := NewLocator(tree, store.Topics())
+	loc, _ := NewLocator(Grid{}, store.Topics())
 	svc := service.New(service.Config{Store: store, Encode: loc.EncodePublication})
 	f.Cleanup(func() { svc.Close() })
 	g := New(Config{Service: svc, Locator: loc, Auth: auth.Tokens{"fuzz-token-0123456789": "fuzzer"}})

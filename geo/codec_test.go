@@ -56,11 +56,11 @@ func TestGeoJSON(t *testing.T) {
 		t.Error("antimeridian polygon taken the long way round")
 	}
 	bad := map[string]string{
-		`[]`:                         "not a GeoJSON object",
-		`{"type":"Point","coordinates":[0,0]}`:                       "want Polygon",
-		`{"type":"Polygon"}`:                                          "without coordinates",
-		`{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1]]]}`:      "at least 4",
-		`{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1],[0,1]]]}`: "not closed",
+		`[]`:                                   "not a GeoJSON object",
+		`{"type":"Point","coordinates":[0,0]}`: "want Polygon",
+		`{"type":"Polygon"}`:                   "without coordinates",
+		`{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1]]]}`:                     "at least 4",
+		`{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1],[0,1]]]}`:               "not closed",
 		`{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1],[0,1],[1,1.5],[0,0]]]}`: "",
 		`{"type":"Polygon","coordinates":[[[0,0],[1,1],[1,0],[0,1],[0,0]]]}`:         "cross",
 		`{"type":"Polygon","coordinates":[[[0,0],[1],[1,1],[0,0]]]}`:                 "numbers",

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/golang/geo/r1"
+	"github.com/golang/geo/s1"
 	"github.com/golang/geo/s2"
 
 	"github.com/seed84792017/cellcast/dewey"
@@ -112,4 +114,38 @@ func CellBounds(id dewey.ID) ([4][2]float64, error) {
 // for docs and messages, not for geometry.
 func CellEdgeM(level int) float64 {
 	return math.Sqrt(4*math.Pi/(6*math.Pow(4, float64(level)))) * EarthRadiusM
+}
+
+// CellsInBox lists the cells of a level that cover a latitude/longitude
+// box (south ≤ north; west > east crosses the antimeridian), for a map
+// that draws the grid. It refuses a box that would need more than limit
+// cells.
+func CellsInBox(south, west, north, east float64, level, limit int) ([]dewey.ID, error) {
+	for _, c := range [][2]float64{{south, west}, {north, east}} {
+		if err := CheckLatLng(c[0], c[1]); err != nil {
+			return nil, err
+		}
+	}
+	if south > north {
+		return nil, fmt.Errorf("%w: south %v above north %v", ErrLatLng, south, north)
+	}
+	if level < 0 || level > MaxLevel {
+		return nil, fmt.Errorf("%w: %d not in 0…%d", ErrLevel, level, MaxLevel)
+	}
+	const rad = math.Pi / 180
+	// s1.Interval takes west > east as an interval across the antimeridian.
+	rect := s2.Rect{Lat: r1.Interval{Lo: south * rad, Hi: north * rad}, Lng: s1.IntervalFromEndpoints(west*rad, east*rad)}
+	if n := rect.Area() / s2.MinAreaMetric.Value(level); n > float64(limit) {
+		return nil, fmt.Errorf("%w: about %.0f cells of level %d in the box, limit %d", ErrLevel, n, level, limit)
+	}
+	rc := &s2.RegionCoverer{MinLevel: level, MaxLevel: level, MaxCells: limit}
+	cu := rc.Covering(rect)
+	if len(cu) > limit {
+		return nil, fmt.Errorf("%w: %d cells of level %d in the box, limit %d", ErrLevel, len(cu), level, limit)
+	}
+	out := make([]dewey.ID, len(cu))
+	for i, c := range cu {
+		out[i] = Dewey(c)
+	}
+	return out, nil
 }

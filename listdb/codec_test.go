@@ -273,7 +273,9 @@ func zone() *geo.Shape {
 	return s
 }
 
-func sameShape(a, b *geo.Shape) bool { return string(a.AppendBinary(nil)) == string(b.AppendBinary(nil)) }
+func sameShape(a, b *geo.Shape) bool {
+	return string(a.AppendBinary(nil)) == string(b.AppendBinary(nil))
+}
 
 // oldEncodePublication is the oracle for AppendPublication: the fragment
 // built field by field, the record's length counted before it is written.

@@ -72,7 +72,7 @@ func nearCellEdge(s *geo.Shape, id dewey.ID) bool {
 func TestMeetsRule(t *testing.T) {
 	nyc, _ := geo.NewCircle(40.758, -73.9855, 1000)
 	near, _ := geo.NewCircle(40.7625, -73.9855, 10) // 500 m north
-	far, _ := geo.NewCircle(40.8030, -73.9855, 300)  // 5 km north
+	far, _ := geo.NewCircle(40.8030, -73.9855, 300) // 5 km north
 	home, _ := geo.PointCell(40.758, -73.9855, 14)
 	paris, _ := geo.PointCell(48.8566, 2.3522, 14)
 	cell := func(id dewey.ID) []Cell { return []Cell{{NS: NSCell, ID: id}} }

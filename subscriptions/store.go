@@ -153,10 +153,10 @@ type Limits struct {
 	// MaxVertices bounds a polygon's vertices, all rings together;
 	// default 1,024 (at most geo.MaxVertices).
 	MaxVertices int
-	MaxUid    int           // bytes; default 256
-	MaxDesc   int           // bytes; default 4096
-	MaxAttrs  int           // entries; default 32
-	MaxAttr   int           // bytes per key or value; default 256
+	MaxUid      int // bytes; default 256
+	MaxDesc     int // bytes; default 4096
+	MaxAttrs    int // entries; default 32
+	MaxAttr     int // bytes per key or value; default 256
 }
 
 // WithDefaults fills unset fields.
