@@ -368,7 +368,7 @@ func (b *Broker) routes() *http.ServeMux {
 	})
 	mux.HandleFunc("POST /api/{op}", b.gw.ServeHTTP)
 	mux.HandleFunc("GET /cells", gateway.ServeCells) // the grid's outlines, for maps
-	mux.Handle("/", demo.Handler()) // the demo page (docs/demo.md)
+	mux.Handle("/", demo.Handler())                  // the demo page (docs/demo.md)
 	return mux
 }
 

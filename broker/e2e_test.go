@@ -24,8 +24,8 @@ import (
 	cellcast "github.com/seed84792017/cellcast/client"
 	"github.com/seed84792017/cellcast/gateway"
 	"github.com/seed84792017/cellcast/geo"
-	"github.com/seed84792017/cellcast/subscriptions"
 	"github.com/seed84792017/cellcast/lsm/vfs"
+	"github.com/seed84792017/cellcast/subscriptions"
 )
 
 // start runs a broker on loopback ports chosen by the OS.
