@@ -30,8 +30,11 @@ type ClusterConfig struct {
 	Listen string
 	Routes []string
 	Name   string // the NATS cluster's name; default "cellcast"
-	// ShardDepth splits the geo cells into 4^ShardDepth shards; default 2.
-	ShardDepth int
+	// ShardDepth and ShardGroups: the subtrees of the world grid at
+	// ShardDepth components are hashed onto ShardGroups shards, beside an
+	// overflow shard (cluster.Shards); defaults 10 (S2 level 9) and 16.
+	ShardDepth  int
+	ShardGroups int
 	// TopicShardDepth is how many components of a topic path place it in
 	// a topic shard (cluster.Shards); default 1, by top-level topic.
 	TopicShardDepth int
@@ -108,13 +111,9 @@ func splitHostPort(addr string) (string, int, error) {
 // first). It returns the node and the locator over the registry.
 func (b *Broker) startNode(grid gateway.Grid) (*cluster.Node, *gateway.Locator, error) {
 	cc := b.cfg.Cluster
-	depth := cc.ShardDepth
-	if depth == 0 {
-		depth = 2
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := cluster.Config{ID: cc.Node, NC: b.nc, Dir: b.cfg.DataDir, Shards: cluster.Shards{Depth: depth, TopicDepth: cc.TopicShardDepth}, Replicas: cc.Replicas,
+	cfg := cluster.Config{ID: cc.Node, NC: b.nc, Dir: b.cfg.DataDir, Shards: cluster.Shards{Depth: cc.ShardDepth, Groups: cc.ShardGroups, TopicDepth: cc.TopicShardDepth}, Replicas: cc.Replicas,
 		LeaseTTL: cc.LeaseTTL, LSM: &lsm.Options{BlockCacheSize: b.cfg.CacheBytes / 16, FS: b.cfg.FS},
 		MaxBacklog: b.cfg.MaxBacklog, MaxBacklogBytes: b.cfg.MaxBacklogBytes, Log: b.log}
 	cfg.Store.Limits = b.cfg.Limits

@@ -66,7 +66,7 @@ func startCluster(t *testing.T, n int, opts ...func(*ClusterConfig)) []*Broker {
 	// Right after every shard has an owner the nodes may still hand some
 	// on, and an operation meeting a handover can wait out a stream's
 	// election on a loaded machine.
-	all := len(cluster.Shards{Depth: 2}.All())
+	all := len(cluster.Shards{}.All())
 	deadline := time.Now().Add(60 * time.Second)
 	var last string
 	since := time.Now()

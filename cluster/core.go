@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -20,13 +21,7 @@ func (n *Node) Limits() subscriptions.Limits { return n.limits }
 // Subscribe stores the subscription in its home shard and routes its
 // notifications to sink.
 func (n *Node) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequest, sink delivery.Sink, answer func(*subscriptions.SubscribeResult, string)) error {
-	cells := cellsOf(req.Cell, req.Cover)
-	shard := n.cfg.Shards.Home(cells[0])
-	for _, c := range cells[1:] {
-		if n.cfg.Shards.Home(c) != shard {
-			return fmt.Errorf("%w: in a cluster a subscription's cover must lie in one shard (these cells span %s and %s); use a smaller radius or cover", subscriptions.ErrBadRequest, shard, n.cfg.Shards.Home(c))
-		}
-	}
+	shard := n.cfg.Shards.Home(cellsOf(req.Cell, req.Cover))
 	h := n.h
 	id := h.next.Add(1)
 	// The route opens on the inbox goroutine, before any later
@@ -58,15 +53,7 @@ func (n *Node) Subscribe(ctx context.Context, req *subscriptions.SubscribeReques
 // to store is reported as failed: the publisher retries, and
 // subscribers of the shards that did store it may see it twice.
 func (n *Node) Publish(ctx context.Context, req *subscriptions.PublishRequest, answer func(*subscriptions.PublishResult)) error {
-	cells := cellsOf(req.Cell, req.Cover)
-	targets := n.cfg.Shards.Targets(cells[0])
-	for _, c := range cells[1:] {
-		for _, s := range n.cfg.Shards.Targets(c) {
-			if !slices.Contains(targets, s) {
-				targets = append(targets, s)
-			}
-		}
-	}
+	targets := n.cfg.Shards.Targets(cellsOf(req.Cell, req.Cover))
 	replies := make([]*reply, len(targets))
 	errs := make([]error, len(targets))
 	pub := &request{Op: opPublish, Holder: n.cfg.ID, Pub: req}
@@ -116,11 +103,16 @@ func (n *Node) publishAll(ctx context.Context, targets []string, pub *request, r
 
 // Unsubscribe cancels owner's subscription sid at its shard.
 func (n *Node) Unsubscribe(ctx context.Context, sid, owner string) error {
-	shard, err := n.shardOf(sid)
+	shards, err := n.shardsOf(sid)
 	if err != nil {
 		return err
 	}
-	_, err = n.h.call(ctx, shard, &request{Op: opUnsubscribe, Holder: n.cfg.ID, Sid: sid, Owner: owner}, nil)
+	for _, shard := range shards {
+		_, err = n.h.call(ctx, shard, &request{Op: opUnsubscribe, Holder: n.cfg.ID, Sid: sid, Owner: owner}, nil)
+		if !errors.Is(err, subscriptions.ErrUnknownSid) {
+			break
+		}
+	}
 	return err
 }
 
@@ -135,12 +127,14 @@ func cellsOf(cell subscriptions.Cell, cover []subscriptions.Cell) []subscription
 	return cs
 }
 
-func (n *Node) shardOf(sid string) (string, error) {
+// shardsOf lists the shards the subscription sid may live in, likeliest
+// first (Shards.Candidates): a sid names only its first cell.
+func (n *Node) shardsOf(sid string) ([]string, error) {
 	_, c, err := subscriptions.ParseID(sid)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return n.cfg.Shards.Home(c), nil
+	return n.cfg.Shards.Candidates(c), nil
 }
 
 // Resume routes sid to sink from any node: its shard's owner replays what
@@ -149,10 +143,20 @@ func (n *Node) Resume(ctx context.Context, sid string, after int64, owner string
 	if after < 0 {
 		return delivery.ErrBadSeq
 	}
-	shard, err := n.shardOf(sid)
+	shards, err := n.shardsOf(sid)
 	if err != nil {
 		return err
 	}
+	for _, shard := range shards {
+		if err = n.resumeAt(ctx, shard, sid, after, owner, sink, answer); !errors.Is(err, subscriptions.ErrUnknownSid) {
+			break
+		}
+	}
+	return err
+}
+
+// resumeAt is Resume at one shard.
+func (n *Node) resumeAt(ctx context.Context, shard, sid string, after int64, owner string, sink delivery.Sink, answer func(*subscriptions.ReplayResult)) error {
 	h := n.h
 	var moved *route
 	id := h.next.Add(1)

@@ -39,7 +39,7 @@ func TestDetachTellsEachShardOnce(t *testing.T) {
 	}
 	remote := map[string]bool{} // shards of the subscriptions that holder does not own
 	for _, cell := range cells {
-		if shard := holder.cfg.Shards.Home(cell); !slices.Contains(holder.Owned(), shard) {
+		if shard := holder.cfg.Shards.Home([]subscriptions.Cell{cell}); !slices.Contains(holder.Owned(), shard) {
 			remote[shard] = true
 		}
 	}

@@ -111,7 +111,7 @@ func openOwner(ctx context.Context, n *Node, name, lease string) (*owner, error)
 	}
 	// The catalog learns the publications whose home is this shard: one
 	// stored in several shards is found once.
-	home := func(p *subscriptions.Publication) bool { return n.cfg.Shards.Home(p.Cell) == name }
+	home := func(p *subscriptions.Publication) bool { return n.cfg.Shards.PubHome(p.Cells()) == name }
 	var cat *catalog.Catalog
 	o.catalogReady = make(chan struct{})
 	if n.cfg.Catalog != nil {

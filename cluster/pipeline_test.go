@@ -82,7 +82,7 @@ func TestRequestsPipeline(t *testing.T) {
 	for a := uint32(1); a <= 4; a++ {
 		for b := uint32(1); b <= 4; b++ {
 			cell := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{a, b, 1}}
-			if slices.Contains(holder.Owned(), holder.cfg.Shards.Home(cell)) {
+			if slices.Contains(holder.Owned(), holder.cfg.Shards.Home([]subscriptions.Cell{cell})) {
 				local = cell
 			} else {
 				remote = cell
@@ -119,7 +119,7 @@ func TestHeldOverflowResumes(t *testing.T) {
 	for a := uint32(1); a <= 4 && cell.ID == nil; a++ {
 		for b := uint32(1); b <= 4; b++ {
 			c := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{a, b, 2}}
-			if !slices.Contains(holder.Owned(), holder.cfg.Shards.Home(c)) {
+			if !slices.Contains(holder.Owned(), holder.cfg.Shards.Home([]subscriptions.Cell{c})) {
 				cell = c
 				break
 			}

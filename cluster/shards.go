@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strings"
 
@@ -19,48 +20,70 @@ import (
 // every topic shard (its descendants may live in any).
 const TopicShards = 4
 
-// Shards splits the geo Dewey space into the subtrees at Depth: shard
-// "g14" holds the cells under 1.4. A quad tree numbers children 1–4; a
-// raw cell id with larger components folds them onto 1–4, so every cell
-// has a shard and overlap between cells carries over to their shards.
+// Shards splits the geo Dewey space over a fixed number of shards. The
+// cells of the world grid are far too many and too uneven to be shards
+// themselves (one depth-2 subtree holds all of New York), so the subtrees
+// at Depth are hashed onto Groups shards ("g1" … "gN"): a city's
+// subtrees, a few kilometres across at the default depth, spread over
+// them all. A record whose cells do not all lie in one shard's subtrees
+// (a circle or polygon across a subtree border, or a cell above Depth)
+// lives in the overflow shard "g0" instead.
 //
 // Exactly one shard matches each (publication, subscription) pair:
 //
-//   - A subscription lives in one shard, its home: the shard of its cell,
-//     or for a cell above the shard depth the first shard under it.
-//   - A publication is stored in every shard holding a subscription it
-//     can overlap: the shards under its cell, and the homes of its
-//     ancestors above the shard depth.
+//   - A subscription lives in one shard, its home: the shard of its
+//     cells' subtrees when they all hash to one, else g0.
+//   - A publication is stored in every shard that can hold a
+//     subscription it overlaps: the shards of its cells' subtrees (for a
+//     cell above Depth, of every subtree below it), and g0.
 //
 // A subscription thus gets all its notifications from one shard, in that
 // shard's stamp order, so sequence numbers and resume mean what they mean
-// on one node.
+// on one node. Every publication costs a second append (in g0), as a
+// shallow cell's did in the quad tree's layout; what g0 delivers is what
+// its subscriptions are owed.
 type Shards struct {
-	Depth      int // 1–4; 4^Depth geo shards
+	Depth      int // 2–31 components (0 means DefaultShardDepth): the subtrees hashed onto shards
+	Groups     int // 1–256 geo shards besides g0 (0 means DefaultShardGroups)
 	TopicDepth int // 1–4 (0 means 1): how many components of a topic place it
 }
 
+// Defaults of the layout: S2 level 9 (cells of 15–20 km, a few dozen to a
+// large city) over 16 shards.
+const (
+	DefaultShardDepth  = 10
+	DefaultShardGroups = 16
+)
+
+// Overflow is the shard of the records that no one other shard holds.
+const Overflow = "g0"
+
 // String names the layout; every node of a cluster must use the same.
 func (m Shards) String() string {
-	return fmt.Sprintf("geo depth %d, topic depth %d, %d topic shards", m.Depth, m.topicDepth(), TopicShards)
+	return fmt.Sprintf("geo depth %d hashed onto %d shards and an overflow, topic depth %d, %d topic shards", m.depth(), m.groups(), m.topicDepth(), TopicShards)
+}
+
+func (m Shards) depth() int {
+	if m.Depth == 0 {
+		return DefaultShardDepth
+	}
+	return m.Depth
+}
+
+func (m Shards) groups() int {
+	if m.Groups == 0 {
+		return DefaultShardGroups
+	}
+	return m.Groups
 }
 
 func (m Shards) topicDepth() int { return max(m.TopicDepth, 1) }
 
-// All lists every shard, geo shards in order and then the topic shards.
+// All lists every shard: g0, the geo shards in order, the topic shards.
 func (m Shards) All() []string {
-	names := []string{""}
-	for range m.Depth {
-		var next []string
-		for _, n := range names {
-			for c := '1'; c <= '4'; c++ {
-				next = append(next, n+string(c))
-			}
-		}
-		names = next
-	}
-	for i := range names {
-		names[i] = "g" + names[i]
+	names := []string{Overflow}
+	for g := range m.groups() {
+		names = append(names, fmt.Sprintf("g%d", g+1))
 	}
 	for k := range TopicShards {
 		names = append(names, fmt.Sprintf("t%d", k+1))
@@ -108,8 +131,11 @@ func (m Shards) topicTargets(c subscriptions.Cell) []string {
 
 // Validate checks the depths.
 func (m Shards) Validate() error {
-	if m.Depth < 1 || m.Depth > 4 {
-		return fmt.Errorf("cluster: shard depth %d: use 1 to 4 (4 to 256 geo shards)", m.Depth)
+	if m.Depth != 0 && (m.Depth < 2 || m.Depth > 31) {
+		return fmt.Errorf("cluster: shard depth %d: use 2 to 31 (Dewey components: S2 level + 1)", m.Depth)
+	}
+	if m.Groups < 0 || m.Groups > 256 {
+		return fmt.Errorf("cluster: %d shard groups: use 1 to 256", m.Groups)
 	}
 	if m.TopicDepth < 0 || m.TopicDepth > 4 {
 		return fmt.Errorf("cluster: topic shard depth %d: use 1 to 4", m.TopicDepth)
@@ -117,49 +143,76 @@ func (m Shards) Validate() error {
 	return nil
 }
 
-// digits folds the first n components of c onto 1–4.
-func digits(c subscriptions.Cell, n int) string {
-	var b strings.Builder
-	for _, x := range c.ID[:min(n, len(c.ID))] {
-		b.WriteByte(byte('1' + (int(x)-1)%4))
-	}
-	return b.String()
+// group is the geo shard of the subtree at Depth holding c (c at Depth or
+// deeper): its encoded prefix hashed (FNV-1a, stable across releases,
+// since every node and every restart must agree).
+func (m Shards) group(c subscriptions.Cell) string {
+	h := fnv.New64a()
+	h.Write(c.ID[:m.depth()].AppendEncoded(nil))
+	return fmt.Sprintf("g%d", h.Sum64()%uint64(m.groups())+1)
 }
 
-// Home is the shard a subscription at c lives in.
-func (m Shards) Home(c subscriptions.Cell) string {
-	if c.NS != subscriptions.NSCell {
-		return m.topicHome(c)
+// Home is the shard a subscription on cells lives in (its cover, or its
+// one cell).
+func (m Shards) Home(cells []subscriptions.Cell) string {
+	if cells[0].NS != subscriptions.NSCell {
+		return m.topicHome(cells[0])
 	}
-	d := digits(c, m.Depth)
-	return "g" + d + strings.Repeat("1", m.Depth-len(d))
+	home := ""
+	for _, c := range cells {
+		if c.NS != subscriptions.NSCell || len(c.ID) < m.depth() {
+			return Overflow
+		}
+		if g := m.group(c); home == "" {
+			home = g
+		} else if g != home {
+			return Overflow
+		}
+	}
+	return home
 }
 
-// Targets are the shards a publication at c is stored in: Home(c) first
-// (its answer is the one the publisher gets), then the others.
-func (m Shards) Targets(c subscriptions.Cell) []string {
-	if c.NS != subscriptions.NSCell {
-		return m.topicTargets(c)
+// PubHome is the shard whose answer and catalog a publication on cells
+// belongs to: the first of its Targets.
+func (m Shards) PubHome(cells []subscriptions.Cell) string { return m.Targets(cells)[0] }
+
+// Targets are the shards a publication on cells is stored in, its home
+// first: for each cell its subtree's shard (for a cell above Depth, every
+// geo shard), then g0.
+func (m Shards) Targets(cells []subscriptions.Cell) []string {
+	if cells[0].NS != subscriptions.NSCell {
+		return m.topicTargets(cells[0])
 	}
-	home := m.Home(c)
-	out := []string{home}
-	seen := map[string]bool{home: true}
+	var out []string
 	add := func(s string) {
-		if !seen[s] {
-			seen[s] = true
+		if !slices.Contains(out, s) {
 			out = append(out, s)
 		}
 	}
-	d := digits(c, m.Depth)
-	// Subscriptions at ancestors above the shard depth live in their homes.
-	for k := 1; k < len(d); k++ {
-		add("g" + d[:k] + strings.Repeat("1", m.Depth-k))
-	}
-	// Subscriptions below c (or at c) live in the shards under it.
-	for _, s := range m.All() {
-		if !IsTopic(s) && strings.HasPrefix(s[1:], d) {
-			add(s)
+	for _, c := range cells {
+		if len(c.ID) >= m.depth() {
+			add(m.group(c))
+			continue
+		}
+		// A cell above the depth: its subtrees may hash anywhere (and a
+		// cell off the grid may have any number of children).
+		for g := range m.groups() {
+			add(fmt.Sprintf("g%d", g+1))
 		}
 	}
+	add(Overflow)
 	return out
+}
+
+// Candidates are the shards a subscription named by a cell may live in,
+// likeliest first: a sid names only its first cell, and a subscription
+// whose cover spans shards lives in g0.
+func (m Shards) Candidates(c subscriptions.Cell) []string {
+	if c.NS != subscriptions.NSCell {
+		return []string{m.topicHome(c)}
+	}
+	if h := m.Home([]subscriptions.Cell{c}); h != Overflow {
+		return []string{h, Overflow}
+	}
+	return []string{Overflow}
 }

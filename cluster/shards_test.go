@@ -6,49 +6,69 @@ import (
 	"testing"
 
 	"github.com/seed84792017/cellcast/dewey"
+	"github.com/seed84792017/cellcast/geo"
 	"github.com/seed84792017/cellcast/subscriptions"
 )
 
 // TestEveryOverlappingPairMeetsInOneShard checks the sharding rule by
 // brute force: a subscription lives in one shard, and every publication
-// that overlaps it is stored there (Targets is a set, so once).
+// that overlaps it (some cell of each) is stored there (Targets is a set,
+// so once).
 func TestEveryOverlappingPairMeetsInOneShard(t *testing.T) {
 	r := rand.New(rand.NewSource(7))
+	// Cells near each other at every depth, also components above 4 (any
+	// Dewey id is a cell), alone or as covers.
 	cell := func() subscriptions.Cell {
-		id := dewey.ID{}
-		for range 1 + r.Intn(6) {
-			id = append(id, uint32(1+r.Intn(6))) // also components above 4
+		id := dewey.ID{uint32(1 + r.Intn(2))}
+		for range r.Intn(8) {
+			id = append(id, uint32(1+r.Intn(5)))
 		}
 		return subscriptions.Cell{NS: subscriptions.NSCell, ID: id}
 	}
-	for depth := 1; depth <= 3; depth++ {
-		m := Shards{Depth: depth}
+	cells := func() []subscriptions.Cell {
+		cs := []subscriptions.Cell{cell()}
+		for range r.Intn(4) {
+			cs = append(cs, cell())
+		}
+		return cells1(cs)
+	}
+	for _, m := range []Shards{{Depth: 2, Groups: 3}, {Depth: 4, Groups: 16}, {Depth: 6, Groups: 5}} {
 		all := m.All()
+		homes := map[string]bool{}
 		for range 20000 {
-			p, s := cell(), cell()
+			p, s := cells(), cells()
 			targets := m.Targets(p)
-			if len(slices.Compact(slices.Sorted(slices.Values(targets)))) != len(targets) {
-				t.Fatalf("depth %d: targets of %v repeat a shard: %v", depth, p, targets)
+			if len(slices.Compact(slices.Sorted(slices.Values(targets)))) != len(targets) || targets[0] != m.PubHome(p) {
+				t.Fatalf("%v: targets of %v: %v", m, p, targets)
 			}
-			for _, x := range targets {
+			for _, x := range append(targets, m.Home(s)) {
 				if !slices.Contains(all, x) {
-					t.Fatalf("depth %d: %v targets unknown shard %s", depth, p, x)
+					t.Fatalf("%v: %v or %v in unknown shard %s", m, p, s, x)
 				}
 			}
-			if overlaps(p, s) && !slices.Contains(targets, m.Home(s)) {
-				t.Fatalf("depth %d: publication %v misses subscription %v: home %s, targets %v", depth, p, s, m.Home(s), targets)
+			home := m.Home(s)
+			homes[home] = true
+			if anyOverlap(p, s) && !slices.Contains(targets, home) {
+				t.Fatalf("%v: publication %v misses subscription %v: home %s, targets %v", m, p, s, home, targets)
 			}
+			if !slices.Contains(m.Candidates(s[0]), home) {
+				t.Fatalf("%v: subscription %v lives in %s, not among the candidates of its first cell %v", m, s, home, m.Candidates(s[0]))
+			}
+		}
+		if len(homes) < min(m.groups(), 3) {
+			t.Fatalf("%v: subscriptions live in %v only", m, homes)
 		}
 	}
 	// Topics: by the top-level topic, with every descendant.
 	topic := func(ids ...uint32) subscriptions.Cell { return subscriptions.Cell{NS: subscriptions.NSTopic, ID: ids} }
 	m := Shards{Depth: 2}
+	home := func(c subscriptions.Cell) string { return m.Home([]subscriptions.Cell{c}) }
 	for _, c := range []struct {
 		cell subscriptions.Cell
 		want string
 	}{{topic(4), "t1"}, {topic(1), "t2"}, {topic(1, 9), "t2"}, {topic(7, 1, 1), "t4"}, {topic(4000000006), "t3"}} {
-		if got := m.Home(c.cell); got != c.want || !slices.Equal(m.Targets(c.cell), []string{c.want}) {
-			t.Fatalf("topic %v: home %s, targets %v; want %s alone", c.cell, got, m.Targets(c.cell), c.want)
+		if got := home(c.cell); got != c.want || !slices.Equal(m.Targets([]subscriptions.Cell{c.cell}), []string{c.want}) {
+			t.Fatalf("topic %v: home %s, targets %v; want %s alone", c.cell, got, m.Targets([]subscriptions.Cell{c.cell}), c.want)
 		}
 	}
 	rng := rand.New(rand.NewSource(5))
@@ -58,8 +78,8 @@ func TestEveryOverlappingPairMeetsInOneShard(t *testing.T) {
 			d[i] = rng.Uint32()
 		}
 		anc := topic(d[:1+rng.Intn(len(d))]...)
-		if m.Home(anc) != m.Home(topic(d...)) || !slices.Contains(m.All(), m.Home(anc)) {
-			t.Fatalf("topic %v and its ancestor %v: shards %s and %s", d, anc.ID, m.Home(topic(d...)), m.Home(anc))
+		if home(anc) != home(topic(d...)) || !slices.Contains(m.All(), home(anc)) {
+			t.Fatalf("topic %v and its ancestor %v: shards %s and %s", d, anc.ID, home(topic(d...)), home(anc))
 		}
 	}
 }
@@ -80,11 +100,12 @@ func TestTopicPairsMeetInOneShard(t *testing.T) {
 		m := Shards{Depth: 2, TopicDepth: td}
 		all := m.All()
 		spread := map[string]bool{}
+		home := func(c subscriptions.Cell) string { return m.Home([]subscriptions.Cell{c}) }
 		for range 20000 {
 			p, s := topic(), topic()
-			targets := m.Targets(p)
-			if targets[0] != m.Home(p) || len(slices.Compact(slices.Sorted(slices.Values(targets)))) != len(targets) {
-				t.Fatalf("topic depth %d: targets of %v: %v (home %s)", td, p.ID, targets, m.Home(p))
+			targets := m.Targets([]subscriptions.Cell{p})
+			if targets[0] != home(p) || len(slices.Compact(slices.Sorted(slices.Values(targets)))) != len(targets) {
+				t.Fatalf("topic depth %d: targets of %v: %v (home %s)", td, p.ID, targets, home(p))
 			}
 			for _, x := range targets {
 				if !IsTopic(x) || !slices.Contains(all, x) {
@@ -94,11 +115,11 @@ func TestTopicPairsMeetInOneShard(t *testing.T) {
 			if len(p.ID) < td && len(targets) != TopicShards {
 				t.Fatalf("topic depth %d: shallow topic %v reaches %v only", td, p.ID, targets)
 			}
-			if overlaps(p, s) && !slices.Contains(targets, m.Home(s)) {
-				t.Fatalf("topic depth %d: publication %v misses subscription %v: home %s, targets %v", td, p.ID, s.ID, m.Home(s), targets)
+			if overlaps(p, s) && !slices.Contains(targets, home(s)) {
+				t.Fatalf("topic depth %d: publication %v misses subscription %v: home %s, targets %v", td, p.ID, s.ID, home(s), targets)
 			}
 			if len(s.ID) >= td && s.ID[0] == 1 {
-				spread[m.Home(s)] = true
+				spread[home(s)] = true
 			}
 		}
 		if td > 1 && len(spread) < 2 {
@@ -108,4 +129,58 @@ func TestTopicPairsMeetInOneShard(t *testing.T) {
 	if err := (Shards{Depth: 2, TopicDepth: 5}).Validate(); err == nil {
 		t.Fatal("topic depth 5 accepted")
 	}
+}
+
+// cells1 sorts and dedups a record's cells as the store does.
+func cells1(cs []subscriptions.Cell) []subscriptions.Cell {
+	slices.SortFunc(cs, subscriptions.Cell.Compare)
+	return slices.CompactFunc(cs, func(a, b subscriptions.Cell) bool { return a.Compare(b) == 0 })
+}
+
+func anyOverlap(a, b []subscriptions.Cell) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if overlaps(x, y) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestACitySpreads: New York's cells at the default layout spread over
+// many shards, and a kilometre circle's cover mostly stays in one.
+func TestACitySpreads(t *testing.T) {
+	m := Shards{}
+	r := rand.New(rand.NewSource(9))
+	homes := map[string]int{}
+	overflow := 0
+	const n = 4000
+	for range n {
+		lat, lng := 40.55+r.Float64()*0.35, -74.1+r.Float64()*0.35 // the five boroughs
+		c, err := geo.NewCircle(lat, lng, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, err := c.Cover(8, geo.DefaultLevel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cs []subscriptions.Cell
+		for _, id := range ids {
+			cs = append(cs, subscriptions.Cell{NS: subscriptions.NSCell, ID: id})
+		}
+		h := m.Home(cs)
+		homes[h]++
+		if h == Overflow {
+			overflow++
+		}
+	}
+	if len(homes) < 8 {
+		t.Fatalf("New York's circles live in %d shards: %v", len(homes), homes)
+	}
+	if overflow > n/3 {
+		t.Fatalf("%d of %d kilometre circles overflow", overflow, n)
+	}
+	t.Logf("homes of %d circles of 1 km over New York: %v", n, homes)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/seed84792017/cellcast/broker"
 	"github.com/seed84792017/cellcast/catalog"
+	"github.com/seed84792017/cellcast/cluster"
 	"github.com/seed84792017/cellcast/gateway"
 	"github.com/seed84792017/cellcast/geo"
 	"github.com/seed84792017/cellcast/internal/flagenv"
@@ -109,7 +110,8 @@ func run(args []string) int {
 	fs.StringVar(&c.Cluster.Listen, "cluster-listen", "127.0.0.1:6222", "cluster (route) address of the embedded NATS server, for the other nodes' --cluster-routes")
 	routes := fs.String("cluster-routes", "", "comma-separated host:port cluster addresses of the other nodes' embedded NATS servers")
 	fs.StringVar(&c.Cluster.Name, "cluster-name", "cellcast", "name of the NATS cluster; the same on every node")
-	fs.IntVar(&c.Cluster.ShardDepth, "shard-depth", 2, "quad tree depth of the shards: 4^depth geo shards (1-4); the same on every node")
+	fs.IntVar(&c.Cluster.ShardDepth, "shard-depth", cluster.DefaultShardDepth, "Dewey depth of the grid's subtrees hashed onto the geo shards (2-31; S2 level + 1; 10: cells of 15-20 km); the same on every node")
+	fs.IntVar(&c.Cluster.ShardGroups, "shard-groups", cluster.DefaultShardGroups, "geo shards the subtrees are hashed onto, besides the overflow shard (1-256); the same on every node")
 	fs.IntVar(&c.Cluster.TopicShardDepth, "topic-shard-depth", 1, "how many levels of a topic path place it in one of the 4 topic shards: 1 keeps a top-level topic in one shard, deeper spreads it by subtopic (1-4); the same on every node")
 	fs.IntVar(&c.Cluster.Replicas, "replicas", 3, "replicas of each shard's JetStream log (1, 3 or 5; at most the number of NATS servers)")
 	fs.DurationVar(&c.Cluster.LeaseTTL, "lease-ttl", 2*time.Second, "how long after a node stops its shards move to the others")
@@ -146,8 +148,8 @@ func run(args []string) int {
 			c.Cluster.Routes = append(c.Cluster.Routes, r)
 		}
 	}
-	if c.Cluster.Node != "" && (c.Cluster.ShardDepth < 1 || c.Cluster.ShardDepth > 4 || c.Cluster.TopicShardDepth < 1 || c.Cluster.TopicShardDepth > 4 || c.Cluster.Replicas < 1 || c.Cluster.LeaseTTL < 500*time.Millisecond || c.Cluster.ElectionTimeout < broker.MinElectionTimeout) {
-		fmt.Fprintln(os.Stderr, "broker: --shard-depth and --topic-shard-depth 1 to 4, --replicas at least 1, --lease-ttl and --cluster-election-timeout at least 500ms")
+	if c.Cluster.Node != "" && (c.Cluster.ShardDepth < 2 || c.Cluster.ShardDepth > 31 || c.Cluster.ShardGroups < 1 || c.Cluster.ShardGroups > 256 || c.Cluster.TopicShardDepth < 1 || c.Cluster.TopicShardDepth > 4 || c.Cluster.Replicas < 1 || c.Cluster.LeaseTTL < 500*time.Millisecond || c.Cluster.ElectionTimeout < broker.MinElectionTimeout) {
+		fmt.Fprintln(os.Stderr, "broker: --shard-depth 2 to 31, --shard-groups 1 to 256, --topic-shard-depth 1 to 4, --replicas at least 1, --lease-ttl and --cluster-election-timeout at least 500ms")
 		return 2
 	}
 	c.CacheBytes = int64(*cacheMiB) << 20

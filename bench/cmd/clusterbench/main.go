@@ -518,18 +518,19 @@ func profile(nodes []*procs.Node) {
 }
 
 // shardCount is how many shards the nodes run with flags: the broker's
-// default shard depth (2) unless --shard-depth says otherwise.
+// default shard groups unless --shard-groups says otherwise, the overflow
+// shard and the topic shards.
 func shardCount(flags []string) int {
-	depth := 2
+	groups := 0
 	for i, f := range flags {
 		f = strings.TrimLeft(f, "-")
-		v, ok := strings.CutPrefix(f, "shard-depth=")
-		if f == "shard-depth" && i+1 < len(flags) {
+		v, ok := strings.CutPrefix(f, "shard-groups=")
+		if f == "shard-groups" && i+1 < len(flags) {
 			v, ok = flags[i+1], true
 		}
-		if d, err := strconv.Atoi(v); ok && err == nil {
-			depth = d
+		if g, err := strconv.Atoi(v); ok && err == nil {
+			groups = g
 		}
 	}
-	return len(cluster.Shards{Depth: depth}.All())
+	return len(cluster.Shards{Groups: groups}.All())
 }

@@ -11,11 +11,11 @@ func TestShardCount(t *testing.T) {
 		flags []string
 		want  int
 	}{
-		{nil, 16 + 4},
-		{[]string{"--cluster-election-timeout", "4s"}, 16 + 4},
-		{[]string{"--shard-depth", "3"}, 64 + 4},
-		{[]string{"-shard-depth=1", "--replicas", "3"}, 4 + 4},
-		{[]string{"--topic-shard-depth", "2"}, 16 + 4},
+		{nil, 1 + 16 + 4},
+		{[]string{"--cluster-election-timeout", "4s"}, 1 + 16 + 4},
+		{[]string{"--shard-groups", "3"}, 1 + 3 + 4},
+		{[]string{"-shard-groups=8", "--replicas", "3"}, 1 + 8 + 4},
+		{[]string{"--shard-depth", "12"}, 1 + 16 + 4},
 	} {
 		if got := shardCount(c.flags); got != c.want {
 			t.Errorf("%v: %d shards, want %d", c.flags, got, c.want)

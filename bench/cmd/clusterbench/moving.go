@@ -83,9 +83,9 @@ func measureMoving(nodes []*procs.Node, ops []workload.Op, seed int64, ahead int
 
 // ownerRoute reads, once the nodes have settled which shard each serves
 // (the same owners for a second), a route from a cell to the index of the
-// node owning its shard (procs.StartCluster's shard depth, 2).
+// node owning its shard (the default layout, as procs.StartCluster runs).
 func ownerRoute(nodes []*procs.Node) (func(dewey.ID) int, error) {
-	shards := cluster.Shards{Depth: 2}
+	shards := cluster.Shards{}
 	read := func() map[string]int { return procs.ShardOwners(nodes, shards.All()) }
 	last, since := read(), time.Now()
 	for deadline := time.Now().Add(30 * time.Second); time.Since(since) < time.Second; {
@@ -98,6 +98,6 @@ func ownerRoute(nodes []*procs.Node) (func(dewey.ID) int, error) {
 		}
 	}
 	return func(cell dewey.ID) int {
-		return last[shards.Home(subscriptions.Cell{NS: subscriptions.NSCell, ID: cell})]
+		return last[shards.Home([]subscriptions.Cell{{NS: subscriptions.NSCell, ID: cell}})]
 	}, nil
 }
