@@ -73,9 +73,12 @@ type Config struct {
 
 	// Grid: the S2 level of points, and how many cells cover a circle or
 	// a polygon (gateway.Grid; defaults level 16, cover 8, at most 16).
-	Grid    gateway.Grid
-	Limits  subscriptions.Limits
-	Gateway gateway.Limits
+	Grid   gateway.Grid
+	Limits subscriptions.Limits
+	// CellsOnly matches by cells alone, without exact geometry: a
+	// benchmark's baseline (listdb.Config.CellsOnly), never for users.
+	CellsOnly bool
+	Gateway   gateway.Limits
 	// Durability is what a write has reached when it is acknowledged:
 	// listdb.Synced (the zero value, the default), or listdb.Written.
 	Durability listdb.Durability
@@ -286,7 +289,7 @@ func Start(cfg Config) (_ *Broker, err error) {
 }
 
 func (b *Broker) openStore() error {
-	cfg := listdb.Config{Limits: b.cfg.Limits, Durability: b.cfg.Durability}
+	cfg := listdb.Config{Limits: b.cfg.Limits, Durability: b.cfg.Durability, CellsOnly: b.cfg.CellsOnly}
 	opts := &lsm.Options{BlockCacheSize: b.cfg.CacheBytes, FS: b.cfg.FS}
 	var err error
 	switch b.cfg.Storage {

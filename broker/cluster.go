@@ -116,7 +116,7 @@ func (b *Broker) startNode(grid gateway.Grid) (*cluster.Node, *gateway.Locator, 
 	cfg := cluster.Config{ID: cc.Node, NC: b.nc, Dir: b.cfg.DataDir, Shards: cluster.Shards{Depth: cc.ShardDepth, Groups: cc.ShardGroups, TopicDepth: cc.TopicShardDepth}, Replicas: cc.Replicas,
 		LeaseTTL: cc.LeaseTTL, LSM: &lsm.Options{BlockCacheSize: b.cfg.CacheBytes / 16, FS: b.cfg.FS},
 		MaxBacklog: b.cfg.MaxBacklog, MaxBacklogBytes: b.cfg.MaxBacklogBytes, Log: b.log}
-	cfg.Store.Limits = b.cfg.Limits
+	cfg.Store.Limits, cfg.Store.CellsOnly = b.cfg.Limits, b.cfg.CellsOnly
 	if b.cfg.Indexes != "none" {
 		ix, err := catalog.ParseIndexes(b.cfg.Indexes)
 		if err != nil {

@@ -125,7 +125,7 @@ func (st *Store) Replay(ctx context.Context, sid string, after int64) (*subscrip
 			return err
 		}
 		sc.mark(r.T)
-		if subscriptions.Notified(&p, &s, now) && ((p.Cover == nil && s.Cover == nil) || st.reports(false, s.Cells(), sc.via, p.Cells(), key)) {
+		if p.Tp > s.Ts && p.Tmax >= now && st.match(&p, &s, p.Tp) && ((p.Cover == nil && s.Cover == nil) || st.reports(false, s.Cells(), sc.via, p.Cells(), key)) {
 			res.Pubs = append(res.Pubs, p)
 		}
 		return nil

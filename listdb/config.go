@@ -76,6 +76,10 @@ type Config struct {
 	// Durability is how far a write has gone when its operation returns.
 	// Default Synced.
 	Durability Durability
+	// CellsOnly matches by cells and times alone, as the thesis does,
+	// without refining by shapes: a benchmark's baseline, never a
+	// default (subscribers then hear of places that do not meet theirs).
+	CellsOnly bool
 	// Granularity, and for Fixed the LeafDepth every geo cell expands to
 	// (four children a cell).
 	Granularity Granularity

@@ -48,7 +48,7 @@ func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequ
 				return err
 			}
 			sc.mark(r.T)
-			if subscriptions.Match(&p, &s, now) && ((p.Cover == nil && s.Cover == nil) || st.reports(false, s.Cells(), sc.via, p.Cells(), key)) && req.Query.Keeps(&p) {
+			if st.match(&p, &s, now) && ((p.Cover == nil && s.Cover == nil) || st.reports(false, s.Cells(), sc.via, p.Cells(), key)) && req.Query.Keeps(&p) {
 				res.Past = append(res.Past, p)
 			}
 		}
@@ -111,7 +111,7 @@ func (st *Store) Publish(ctx context.Context, req *subscriptions.PublishRequest)
 				return err
 			}
 			sc.mark(r.T)
-			if subscriptions.Match(&p, &s, now) && ((p.Cover == nil && s.Cover == nil) || st.reports(true, p.Cells(), sc.via, s.Cells(), key)) {
+			if st.match(&p, &s, now) && ((p.Cover == nil && s.Cover == nil) || st.reports(true, p.Cells(), sc.via, s.Cells(), key)) {
 				res.Matches = append(res.Matches, subscriptions.Matched{Ts: s.Ts, Uid: s.Uid})
 			}
 		case l == Pubs && r.Kind == KindPublication:

@@ -266,3 +266,12 @@ func (st *Store) stampAndStore(ctx context.Context, list List, build func(now in
 	}
 	return now, stored, c, err
 }
+
+// match is the matching rule (subscriptions.Match), or with CellsOnly its
+// cells and times alone.
+func (st *Store) match(p *subscriptions.Publication, s *subscriptions.Subscription, now int64) bool {
+	if st.cfg.CellsOnly {
+		return subscriptions.MatchCells(p, s, now)
+	}
+	return subscriptions.Match(p, s, now)
+}

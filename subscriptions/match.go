@@ -12,6 +12,10 @@ func Match(p *Publication, s *Subscription, now int64) bool {
 	return matchIndex(p, s, now) && meets(p, s)
 }
 
+// MatchCells is Match without geometry: the thesis's rule of cells and
+// times, which a benchmark compares refinement against.
+func MatchCells(p *Publication, s *Subscription, now int64) bool { return matchIndex(p, s, now) }
+
 // matchIndex is the matching rule without geometry: what the cells and
 // the times say.
 func matchIndex(p *Publication, s *Subscription, now int64) bool {
@@ -46,12 +50,4 @@ func SelfJoinSeen(p *Publication, s *Subscription, prior []*Subscription) bool {
 		}
 	}
 	return false
-}
-
-// Notified reports whether the store, as of now, owes s a live notification
-// of p: the publication came after the subscription, met it when published,
-// and has not expired. Publish reports exactly these pairs (with now = p.Tp),
-// Replay the ones still owed at its stamp.
-func Notified(p *Publication, s *Subscription, now int64) bool {
-	return p.Tp > s.Ts && p.Tmax >= now && Match(p, s, p.Tp)
 }

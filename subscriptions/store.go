@@ -111,10 +111,11 @@ type Store interface {
 	// never existed, was cancelled or has ended.
 	Lookup(ctx context.Context, sid string) (Subscription, error)
 	// Replay returns the subscription sid, live or ended less than
-	// ResumeGrace ago, and the publications it was notified of (see
-	// Notified) that are stamped after `after` and have not expired,
-	// oldest first. Its stamp Now bounds them: every later notification
-	// comes from a Publish stamped after Now.
+	// ResumeGrace ago, and the publications it was notified of (those
+	// stamped after it that matched it when published) that are stamped
+	// after `after` and have not expired, oldest first. Its stamp Now
+	// bounds them: every later notification comes from a Publish stamped
+	// after Now.
 	Replay(ctx context.Context, sid string, after int64) (*ReplayResult, error)
 	Close() error
 }

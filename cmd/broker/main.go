@@ -80,6 +80,7 @@ func run(args []string) int {
 	fs.Float64Var(&c.Limits.MaxRadiusM, "max-radius", 100_000, "largest circle radius accepted, in metres")
 	fs.IntVar(&c.Limits.MaxVertices, "max-vertices", 1024, "most vertices a polygon may have, all rings together (at most 4096)")
 	fs.IntVar(&c.Limits.MaxDepth, "max-depth", geo.MaxDepth, "deepest Dewey id accepted")
+	fs.BoolVar(&c.CellsOnly, "bench-cells-only", false, "benchmarks only: match by cells alone, without exact geometry (subscribers then hear of places that do not meet theirs)")
 	fs.DurationVar(&c.Limits.MaxPast, "max-past", time.Hour, "longest past window of a subscription")
 	fs.DurationVar(&c.Limits.MaxFuture, "max-future", time.Hour, "longest future window of a subscription")
 	fs.DurationVar(&c.Limits.MaxExpiry, "max-expiry", 24*time.Hour, "longest lifetime of a publication")
