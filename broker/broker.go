@@ -289,6 +289,9 @@ func Start(cfg Config) (_ *Broker, err error) {
 }
 
 func (b *Broker) openStore() error {
+	if err := checkGrid(b.cfg.DataDir); err != nil {
+		return err
+	}
 	cfg := listdb.Config{Limits: b.cfg.Limits, Durability: b.cfg.Durability, CellsOnly: b.cfg.CellsOnly}
 	opts := &lsm.Options{BlockCacheSize: b.cfg.CacheBytes, FS: b.cfg.FS}
 	var err error
