@@ -217,6 +217,7 @@ const (
 	fLat
 	fLng
 	fRadius
+	fPolygon
 )
 
 // publication reads a publication map of the broker's fields. Its
@@ -286,6 +287,12 @@ func (r *cborReader) publication(p *Publication) bool {
 		case "radius_m":
 			bit = fRadius
 			radius, ok = r.number()
+		case "polygon":
+			bit = fPolygon
+			var g []byte
+			if g, ok = r.geoJSON(); ok && g != nil {
+				p.Polygon = g
+			}
 		default:
 			return false
 		}

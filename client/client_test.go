@@ -300,8 +300,8 @@ func TestWindowEndIsAnnounced(t *testing.T) {
 	}
 }
 
-// A publication made at a circle keeps its place, in past results and
-// in notifications; one made at a cell has none.
+// A publication made at a circle, a point or a polygon keeps its place,
+// in past results and in notifications; one made at a cell has none.
 func TestPublicationsKeepTheirPlace(t *testing.T) {
 	_, url := running(t)
 	ctx := ctxT(t)
@@ -323,10 +323,21 @@ func TestPublicationsKeepTheirPlace(t *testing.T) {
 	}
 	select {
 	case n := <-sub.C:
-		if at := n.Publication.At; at == nil || *at != (client.Place{Lat: 40.758, Lng: -73.9855}) {
+		if at := n.Publication.At; at == nil || *at != (client.Place{Lat: 40.758, Lng: -73.9855}) || n.Publication.Polygon != nil {
 			t.Fatalf("notification %+v, want the point's place", n.Publication)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no notification")
+	}
+	for _, where := range []client.Location{client.Polygon(midtown), client.Cell(sub.Cell)} {
+		if _, err := c.Publish(ctx, client.PublishRequest{Location: where, Expires: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p := next(ctx, t, sub); p.At != nil || !sameGeoJSON(t, p.Polygon, midtown) {
+		t.Fatalf("notification %+v, want the polygon", p)
+	}
+	if p := next(ctx, t, sub); p.At != nil || p.Polygon != nil || p.Cell != sub.Cell {
+		t.Fatalf("notification %+v, want a cell's, with no place", p)
 	}
 }

@@ -9,34 +9,30 @@ import (
 	"github.com/seed84792017/cellcast/client"
 )
 
-// A circle across the quad tree's first border: the centre of the New York
-// State box, where its four quadrants meet.
-const midLat, midLng = (40.49 + 45.02) / 2, (-79.77 - 71.85) / 2
-
-// TestCover runs circle covers through a broker over WebSocket: a covered
-// subscription hears what falls in its circle once, however many of its
-// cells the publication overlaps, and not what falls only in the large
-// cell a plain circle lands on; past results and cancels hold for every
-// cell.
+// TestCover runs circle covers through a broker over WebSocket: a circle
+// without Cover lies on the broker's default cover (up to 8 cells), one
+// with Cover(4) on at most 4; a covered subscription hears what meets its
+// circle once, however many of its cells the publication overlaps, and
+// not what only its cells reach (exact geometry decides); past results
+// and cancels hold for every cell.
 func TestCover(t *testing.T) {
 	_, url := running(t)
 	ctx := ctxT(t)
 	c := dialT(t, url, "alice")
-	covered, err := c.Subscribe(ctx, client.SubscribeRequest{Location: client.Circle(midLat, midLng, 300).Cover(4), Future: time.Minute})
+	lat, lng := upstate(t)
+	covered, err := c.Subscribe(ctx, client.SubscribeRequest{Location: client.Circle(lat, lng, 300).Cover(4), Future: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, err := c.Subscribe(ctx, client.SubscribeRequest{Location: client.Circle(midLat, midLng, 300), Future: time.Minute})
+	plain, err := c.Subscribe(ctx, client.SubscribeRequest{Location: client.Circle(lat, lng, 300), Future: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(covered.Cover) != 4 || covered.Cover[0] != covered.Cell || !strings.HasSuffix(covered.Sid, "-"+covered.Cell) {
-		t.Fatalf("covered subscription %+v: want four cells, the first its own", covered)
+	if len(covered.Cover) < 2 || len(covered.Cover) > 4 || covered.Cover[0] != covered.Cell || !strings.HasSuffix(covered.Sid, "-"+covered.Cell) {
+		t.Fatalf("covered subscription %+v: want 2 to 4 cells, the first its own", covered)
 	}
-	for _, cell := range covered.Cover {
-		if strings.Count(cell, ".") <= strings.Count(plain.Cell, ".") {
-			t.Fatalf("cover %v is no finer than the plain circle's cell %s", covered.Cover, plain.Cell)
-		}
+	if len(plain.Cover) < 2 || len(plain.Cover) > 8 {
+		t.Fatalf("plain circle on %v: want the default cover, 2 to 8 cells around a corner", plain.Cover)
 	}
 	// matched is the broker's count of subscriptions reached: the covered
 	// one counts once, whichever of its cells overlap.
@@ -51,14 +47,20 @@ func TestCover(t *testing.T) {
 		}
 		return p
 	}
+	at := func(north, east float64) client.Location { return client.Point(offset(lat, lng, north, east)) }
+	outLat, outLng := outsideInCover(t, lat, lng, 300, covered.Cover)
 	inCircle := []*client.Published{
-		publish(client.Point(midLat+0.0005, midLng+0.0005), "north-east of the border", 2),
-		publish(client.Point(midLat-0.0005, midLng-0.0005), "south-west of the border", 2),
-		publish(client.Cell(plain.Cell), "the plain circle's cell, over all four", 2),
-		publish(client.Circle(midLat, midLng, 200).Cover(4), "a covered circle over several", 2),
+		publish(at(70, 70), "north-east of the corner", 2),
+		publish(at(-70, -70), "south-west of the corner", 2),
+		publish(client.Cell(covered.Cell), "the covered circle's first cell", 2),
+		publish(client.Cell("5"), "the whole face", 2),
+		publish(client.Circle(lat, lng, 200).Cover(4), "a covered circle over several", 2),
+		publish(client.Circle(outLat, outLng, 1000), "a wide circle that reaches in", 2),
 	}
-	publish(client.Point(41, -78), "far off, in the plain circle's cell only", 1)
-	last := publish(client.Point(midLat+0.0004, midLng-0.0004), "north-west, last", 2)
+	publish(client.Point(outLat, outLng), "in a covered cell, outside the circle", 0)
+	publish(client.Circle(outLat, outLng, 10), "a small circle there", 0)
+	publish(client.Point(48.8566, 2.3522), "in Paris", 0)
+	last := publish(at(60, -60), "north-west, last", 2)
 	inCircle = append(inCircle, last)
 	// Notifications come in stamp order: once the last has come, every
 	// earlier one has.
@@ -76,8 +78,8 @@ func TestCover(t *testing.T) {
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("covered subscription heard %v, want each of %v once", got, want)
 	}
-	// Past results: each publication in the circle once.
-	past, err := c.Subscribe(ctx, client.SubscribeRequest{Location: client.Circle(midLat, midLng, 300).Cover(4), Past: time.Minute})
+	// Past results: each publication that meets the circle, once.
+	past, err := c.Subscribe(ctx, client.SubscribeRequest{Location: client.Circle(lat, lng, 300).Cover(4), Past: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,8 +94,11 @@ func TestCover(t *testing.T) {
 	if err := covered.Unsubscribe(ctx); err != nil {
 		t.Fatal(err)
 	}
-	publish(client.Cell(plain.Cell), "after the cancel", 1)
-	for _, where := range []client.Location{client.Point(midLat, midLng).Cover(4), client.Cell("1").Cover(4), client.Circle(midLat, midLng, 300).Cover(17)} {
+	publish(at(10, 10), "after the cancel", 1)
+	for _, where := range []client.Location{
+		client.Point(lat, lng).Cover(4), client.Cell("5").Cover(4), client.Topic("a/b").Cover(2),
+		client.Circle(lat, lng, 300).Cover(17), client.Polygon(box(40.7, -74, 40.8, -73.9)).Cover(17),
+	} {
 		_, err := c.Subscribe(ctx, client.SubscribeRequest{Location: where, Future: time.Minute})
 		if !errors.Is(err, client.ErrBadRequest) {
 			t.Fatalf("subscribe at %+v: %v, want bad_request", where, err)

@@ -2,10 +2,18 @@
 // (Dial) or NATS (DialNATS) (docs/protocol.md).
 //
 // A Client pipelines requests on one connection: Subscribe, Publish,
-// Unsubscribe and Query each wait for their own reply (or the context's
-// end) while others are in flight. Paged replies are joined before they
-// return. Error replies are *Error values whose Code is the protocol's;
-// errors.Is matches them against ErrOverloaded and the other sentinels.
+// Unsubscribe, Query and QueryPlace each wait for their own reply (or the
+// context's end) while others are in flight. Paged replies are joined
+// before they return. Error replies are *Error values whose Code is the
+// protocol's; errors.Is matches them against ErrOverloaded and the other
+// sentinels.
+//
+// Places are anywhere on Earth, on the broker's S2 world grid: a Point
+// lies in one cell at the broker's geo level, a Circle or a Polygon
+// (GeoJSON) on a cover of a few cells (Location.Cover). The cells only
+// find candidates: a subscription hears a publication when their places
+// truly meet, and notifications carry the publication's point, circle or
+// polygon back (Publication.At, Publication.Polygon).
 //
 // A Subscription's notifications arrive on its channel C, or through a
 // handler, in order and each once, until the broker says the

@@ -43,13 +43,18 @@ func TestCBORClientMatchesJSON(t *testing.T) {
 	words := []string{"road", `"closed"`, `back\slash`, "é", "世界", "😀", "<&>", "tab\t"}
 	publish := func(c *client.Client) *client.Published {
 		req := client.PublishRequest{Expires: time.Minute, Desc: words[r.IntN(len(words))] + " " + words[r.IntN(len(words))]}
-		switch r.IntN(3) {
+		// All in S2 face 4, cell 5, with New York.
+		switch r.IntN(4) {
 		case 0:
-			req.Location = client.Cell(fmt.Sprintf("1.%d.%d", 1+r.IntN(4), 1+r.IntN(4)))
+			req.Location = client.Cell(fmt.Sprintf("5.%d.%d", 1+r.IntN(4), 1+r.IntN(4)))
 		case 1:
 			req.Location = client.Point(40.6+r.Float64()/10, -74) // a whole longitude: an integer on the wire
-		default:
+		case 2:
 			req.Location = client.Circle(40.7, -73.9+r.Float64()/10, float64(50+r.IntN(500)))
+		default:
+			lat, lng := 40.7+r.Float64()/10, -73.9-r.Float64()/10
+			req.Location = client.Polygon(fmt.Appendf(nil, `{"type":"Polygon","coordinates":[[[%v,%v],[%v,%v],[-74,%v],[%v,%v]]]}`,
+				lng, lat, lng+0.01, lat, lat+0.01, lng, lat))
 		}
 		if r.IntN(2) == 0 {
 			req.Attrs = map[string]string{"category": words[r.IntN(len(words))], "n": fmt.Sprint(r.IntN(9))}
@@ -65,7 +70,7 @@ func TestCBORClientMatchesJSON(t *testing.T) {
 	}
 	got := map[string]*client.Subscription{}
 	for name, c := range subs {
-		s, err := c.Subscribe(ctx, client.SubscribeRequest{Location: client.Cell("1"), Past: time.Minute, Future: time.Minute})
+		s, err := c.Subscribe(ctx, client.SubscribeRequest{Location: client.Cell("5"), Past: time.Minute, Future: time.Minute})
 		if err != nil {
 			t.Fatal(name, err)
 		}
@@ -73,6 +78,18 @@ func TestCBORClientMatchesJSON(t *testing.T) {
 	}
 	if len(got["json"].Past) != 10 || !reflect.DeepEqual(got["json"].Past, got["cbor"].Past) {
 		t.Fatalf("past results differ:\njson %+v\ncbor %+v", got["json"].Past, got["cbor"].Past)
+	}
+	var places, polygons int
+	for _, p := range got["cbor"].Past {
+		if p.At != nil {
+			places++
+		}
+		if p.Polygon != nil {
+			polygons++
+		}
+	}
+	if places == 0 || polygons == 0 {
+		t.Fatalf("%d points or circles and %d polygons among the past results: the test compares too little", places, polygons)
 	}
 	const n = 50
 	for range n {

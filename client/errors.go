@@ -46,6 +46,10 @@ var (
 	ErrClosed = errors.New("cellcast: client closed")
 	// ErrProtocol: the broker sent something this client cannot read.
 	ErrProtocol = errors.New("cellcast: unexpected frame")
+	// ErrBadLocation: a request's Location cannot be sent (a Polygon of
+	// something other than a JSON object, a query by place at a cell or a
+	// topic). Nothing was sent.
+	ErrBadLocation = errors.New("cellcast: bad location")
 )
 
 // Why a subscription ended, from Subscription.Err.

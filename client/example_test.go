@@ -11,7 +11,9 @@ import (
 )
 
 // Subscribe to a cell for the last minute and the next five, and print
-// what arrives until the window ends. The client reconnects and resumes
+// what arrives until the window ends. The cell is of the S2 world grid,
+// level 4 (some 600 km across) over New York: face 4 plus one, then a
+// child position plus one per level. The client reconnects and resumes
 // by itself, so nothing is lost if the connection drops meanwhile.
 func ExampleClient_Subscribe() {
 	ctx := context.Background()
@@ -20,7 +22,7 @@ func ExampleClient_Subscribe() {
 		log.Fatal(err)
 	}
 	defer c.Close()
-	sub, err := c.Subscribe(ctx, client.SubscribeRequest{Location: client.Cell("1.4"), Past: time.Minute, Future: 5 * time.Minute})
+	sub, err := c.Subscribe(ctx, client.SubscribeRequest{Location: client.Cell("5.2.1.4.3"), Past: time.Minute, Future: 5 * time.Minute})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -92,5 +94,54 @@ func ExampleClient_Query() {
 	}
 	for _, p := range res.Publications {
 		fmt.Println(p.Tp.Format(time.TimeOnly), p.Desc)
+	}
+}
+
+// Publish an incident over a polygon, a GeoJSON geometry ([lng, lat]
+// positions, the ring closed), on at most four cells: it reaches the
+// subscriptions whose places meet the polygon itself.
+func ExamplePolygon() {
+	ctx := context.Background()
+	c, err := client.Dial(ctx, "ws://127.0.0.1:8080/ws", client.Options{UID: "alice"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	bryantPark := client.Polygon([]byte(`{"type":"Polygon","coordinates":[[[-73.986,40.752],[-73.981,40.752],[-73.981,40.755],[-73.986,40.755],[-73.986,40.752]]]}`))
+	p, err := c.Publish(ctx, client.PublishRequest{Location: bryantPark.Cover(4), Expires: time.Hour, Desc: "closed for an event"})
+	if err != nil {
+		log.Fatal(err) // a bad polygon: an *Error with code bad_request naming what is wrong
+	}
+	fmt.Println(p.Pid, "on", p.Cover, "matched", p.Matched)
+}
+
+// The ten latest traffic incidents within a kilometre of Times Square in
+// the last hour.
+func ExampleClient_QueryPlace() {
+	ctx := context.Background()
+	c, err := client.Dial(ctx, "ws://127.0.0.1:8080/ws", client.Options{UID: "alice"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	res, err := c.QueryPlace(ctx, client.PlaceQuery{
+		Place: client.Circle(40.758, -73.9855, 1000),
+		From:  time.Now().Add(-time.Hour),
+		Attr:  "category",
+		Eq:    "traffic",
+		K:     10,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, p := range res.Publications {
+		switch {
+		case p.At != nil:
+			fmt.Printf("%s at %.5f,%.5f: %s\n", p.Tp.Format(time.TimeOnly), p.At.Lat, p.At.Lng, p.Desc)
+		case p.Polygon != nil:
+			fmt.Printf("%s over %s: %s\n", p.Tp.Format(time.TimeOnly), p.Polygon, p.Desc)
+		default:
+			fmt.Printf("%s in cell %s: %s\n", p.Tp.Format(time.TimeOnly), p.Cell, p.Desc)
+		}
 	}
 }

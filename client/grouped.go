@@ -143,7 +143,8 @@ func splitGroupCBOR(b []byte, to []recipient) ([]recipient, []byte, bool) {
 
 // routeGroup delivers a grouped notification. The publication is decoded
 // once; every recipient but the last gets its own copy of the attributes
-// and the place, so a handler that changes them changes only its own.
+// and the place (point, circle or polygon), so a handler that changes
+// them changes only its own.
 func (c *Client) routeGroup(tr transport, to []recipient, pub []byte, isCBOR bool) {
 	subs := c.rd.subs[:0]
 	c.mu.Lock()
@@ -175,6 +176,7 @@ func (c *Client) routeGroup(tr transport, to []recipient, pub []byte, isCBOR boo
 				at := *p.At
 				n.Publication.At = &at
 			}
+			n.Publication.Polygon = bytes.Clone(p.Polygon)
 		}
 		s.last.Store(r.seq)
 		s.deliver(n)

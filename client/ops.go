@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Subscribe stores a subscription and returns it with its past results.
@@ -12,7 +13,9 @@ import (
 // anyway is cancelled.
 func (c *Client) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription, error) {
 	req := &wireRequest{Op: "subscribe", UID: r.UID, Past: duration(r.Past), Future: duration(r.Future), SelfJoin: r.SelfJoin}
-	req.locate(r.Location)
+	if err := req.locate(r.Location); err != nil {
+		return nil, err
+	}
 	if r.Filter != nil {
 		req.Filter = &wireFilter{Keyword: r.Filter.Keyword, Attrs: r.Filter.Attrs}
 	}
@@ -90,7 +93,9 @@ func (s *Subscription) Unsubscribe(ctx context.Context) error {
 // matches.
 func (c *Client) Publish(ctx context.Context, r PublishRequest) (*Published, error) {
 	req := &wireRequest{Op: "publish", UID: r.UID, Expires: duration(r.Expires), Desc: r.Desc, Attrs: r.Attrs, SelfJoin: r.SelfJoin}
-	req.locate(r.Location)
+	if err := req.locate(r.Location); err != nil {
+		return nil, err
+	}
 	return request(ctx, c, req, func(rep *wireReply) (*Published, error) {
 		if rep.Op != "published" {
 			return nil, fmt.Errorf("%w: %q to a publish", ErrProtocol, rep.Op)
@@ -121,5 +126,34 @@ func (c *Client) Query(ctx context.Context, r QueryRequest) (*Results, error) {
 			return nil, fmt.Errorf("%w: %q to a query", ErrProtocol, rep.Op)
 		}
 		return &Results{Attr: rep.Attr, Count: rep.Count, Publications: rep.pubs}, nil
+	}, nil)
+}
+
+// QueryPlace returns the latest live publications whose place meets
+// r.Place, narrowed by time, attribute and filter.
+func (c *Client) QueryPlace(ctx context.Context, r PlaceQuery) (*Results, error) {
+	req := &wireRequest{Op: "query", Attr: r.Attr, K: r.K}
+	if err := req.place(r.Place); err != nil {
+		return nil, err
+	}
+	if r.Attr != "" || r.Eq != "" {
+		req.Eq = &r.Eq // the broker refuses one without the other
+	}
+	if !r.From.IsZero() {
+		from := r.From.UTC().Format(time.RFC3339Nano)
+		req.From = &from
+	}
+	if !r.To.IsZero() {
+		to := r.To.UTC().Format(time.RFC3339Nano)
+		req.To = &to
+	}
+	if r.Filter != nil {
+		req.Filter = &wireFilter{Keyword: r.Filter.Keyword, Attrs: r.Filter.Attrs}
+	}
+	return request(ctx, c, req, func(rep *wireReply) (*Results, error) {
+		if rep.Op != "results" {
+			return nil, fmt.Errorf("%w: %q to a query", ErrProtocol, rep.Op)
+		}
+		return &Results{Place: rep.Place, Count: rep.Count, Publications: rep.pubs}, nil
 	}, nil)
 }

@@ -62,6 +62,35 @@ func TestPagedRepliesAreJoined(t *testing.T) {
 	same("recent", p.Recent)
 }
 
+// A query by place over the budget arrives in pages too, joined in order.
+func TestPagedPlaceQuery(t *testing.T) {
+	b := startWith(t, broker.Config{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", Gateway: gateway.Limits{ReplyBudget: 2048}})
+	defer b.Shutdown(context.Background())
+	ctx := ctxT(t)
+	c := dialT(t, "ws://"+b.HTTPAddr()+"/ws", "bob")
+	var pids []string // newest first
+	for i := range 40 {
+		lat, lng := offset(louvreLat, louvreLng, float64(i*10), 0)
+		p, err := c.Publish(ctx, client.PublishRequest{Location: client.Point(lat, lng), Expires: time.Minute,
+			Desc: fmt.Sprintf("%03d %s", i, strings.Repeat("x", 200))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids = append([]string{p.Pid}, pids...)
+	}
+	res, err := c.QueryPlace(ctx, client.PlaceQuery{Place: client.Circle(louvreLat, louvreLng, 1000), K: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range res.Publications {
+		got = append(got, p.Pid)
+	}
+	if res.Count != len(pids) || res.Place != "near" || strings.Join(got, " ") != strings.Join(pids, " ") {
+		t.Fatalf("%s: %d results %v, want %v", res.Place, res.Count, got, pids)
+	}
+}
+
 // fakeBroker answers each request with the frames script returns.
 func fakeBroker(t *testing.T, script func(req map[string]any) []string) string {
 	t.Helper()

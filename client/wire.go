@@ -16,7 +16,10 @@ type wireRequest struct {
 	Lat      *float64          `json:"lat,omitempty"`
 	Lng      *float64          `json:"lng,omitempty"`
 	RadiusM  *float64          `json:"radius_m,omitempty"`
+	Polygon  *geoJSON          `json:"polygon,omitempty"` // a pointer: fxamacker/cbor omits no empty Marshaler
 	Cover    int               `json:"cover,omitempty"`
+	Near     *wireNear         `json:"near,omitempty"`
+	Within   *geoJSON          `json:"within,omitempty"`
 	Topic    string            `json:"topic,omitempty"`
 	Past     string            `json:"past,omitempty"`
 	Future   string            `json:"future,omitempty"`
@@ -40,8 +43,40 @@ type wireFilter struct {
 	Attrs   map[string]string `json:"attrs,omitempty"`
 }
 
-func (r *wireRequest) locate(l Location) {
+// wireNear is a query's circle (or point).
+type wireNear struct {
+	Lat     float64  `json:"lat"`
+	Lng     float64  `json:"lng"`
+	RadiusM *float64 `json:"radius_m,omitempty"`
+}
+
+// locate sets a subscribe's or a publish's location.
+func (r *wireRequest) locate(l Location) error {
+	if l.err != nil {
+		return l.err
+	}
 	r.Cell, r.Lat, r.Lng, r.RadiusM, r.Topic, r.Cover = l.cell, l.lat, l.lng, l.radiusM, l.topic, l.cover
+	if l.polygon != nil {
+		r.Polygon = &l.polygon
+	}
+	return nil
+}
+
+// place sets a query's place: near for a point or a circle, within for a
+// polygon.
+func (r *wireRequest) place(l Location) error {
+	switch {
+	case l.err != nil:
+		return l.err
+	case l.polygon != nil:
+		r.Within = &l.polygon
+	case l.lat != nil && l.lng != nil && l.cell == "" && l.topic == "":
+		r.Near = &wireNear{Lat: *l.lat, Lng: *l.lng, RadiusM: l.radiusM}
+	default:
+		return fmt.Errorf("%w: a query by place takes a Point, a Circle or a Polygon", ErrBadLocation)
+	}
+	r.Cover = l.cover
+	return nil
 }
 
 func duration(d time.Duration) string {
@@ -69,6 +104,7 @@ type wireReply struct {
 	Matched      int               `json:"matched"`
 	Replayed     int               `json:"replayed"`
 	Attr         string            `json:"attr"`
+	Place        string            `json:"place"`
 	Count        int               `json:"count"`
 	More         bool              `json:"more"`
 	Next         string            `json:"next"`
@@ -173,6 +209,7 @@ type wirePublication struct {
 	Lat       *float64          `json:"lat"`
 	Lng       *float64          `json:"lng"`
 	RadiusM   *float64          `json:"radius_m"`
+	Polygon   geoJSON           `json:"polygon"`
 }
 
 func decodePublicationSlow(b []byte, p *Publication) error {
@@ -196,6 +233,9 @@ func (w *wirePublication) to(p *Publication) error {
 		if w.RadiusM != nil {
 			p.At.RadiusM = *w.RadiusM
 		}
+	}
+	if w.Polygon != nil {
+		p.Polygon = json.RawMessage(w.Polygon)
 	}
 	return nil
 }

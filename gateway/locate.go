@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/seed84792017/cellcast/dewey"
 	"github.com/seed84792017/cellcast/geo"
@@ -134,7 +135,8 @@ func (l *Locator) circle(lat, lng, radius *float64, cover *int, field string) (p
 		return place{}, errorf(CodeBadRequest, "%slat and %slng go together", field, field)
 	}
 	if err := geo.CheckLatLng(*lat, *lng); err != nil {
-		return place{}, errorf(CodeBadRequest, "%s%v", field, trimGeo(err))
+		// "lat 91 not in -90…90", each field named as the request gives it.
+		return place{}, errorf(CodeBadRequest, "%s%s", field, strings.TrimPrefix(err.Error(), geo.ErrLatLng.Error()+": "))
 	}
 	if radius == nil {
 		s, _ := geo.NewCircle(*lat, *lng, 0)

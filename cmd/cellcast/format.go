@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,6 +32,7 @@ type pubJSON struct {
 	Lat       *float64          `json:"lat,omitempty"`
 	Lng       *float64          `json:"lng,omitempty"`
 	RadiusM   *float64          `json:"radius_m,omitempty"`
+	Polygon   json.RawMessage   `json:"polygon,omitempty"`
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
@@ -43,7 +45,26 @@ func toJSON(p *client.Publication) pubJSON {
 			j.RadiusM = &p.At.RadiusM
 		}
 	}
+	j.Polygon = p.Polygon
 	return j
+}
+
+// where says where a publication is, briefly: its topic, its point or
+// circle ("40.758,-73.9855 r=500m"), its polygon ("polygon (4
+// vertices)"), or else its cell. A place says more than an S2 cell id.
+func where(p *client.Publication) string {
+	num := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+	switch {
+	case p.Topic != "":
+		return p.Topic
+	case p.At != nil && p.At.RadiusM > 0:
+		return num(p.At.Lat) + "," + num(p.At.Lng) + " r=" + num(p.At.RadiusM) + "m"
+	case p.At != nil:
+		return num(p.At.Lat) + "," + num(p.At.Lng)
+	case p.Polygon != nil:
+		return polygonSummary(p.Polygon)
+	}
+	return p.Cell
 }
 
 func (pr *printer) object(v any) {
@@ -66,11 +87,7 @@ func (pr *printer) publication(tag string, sid string, seq int64, p *client.Publ
 	if tag != "" {
 		fmt.Fprintf(&b, "%-5s ", tag)
 	}
-	where := p.Cell
-	if p.Topic != "" {
-		where = p.Topic
-	}
-	fmt.Fprintf(&b, "%s  %s  %s: %s", p.Tp.Local().Format("2006-01-02 15:04:05.000"), where, p.Uid, p.Desc)
+	fmt.Fprintf(&b, "%s  %s  %s: %s", p.Tp.Local().Format("2006-01-02 15:04:05.000"), where(p), p.Uid, p.Desc)
 	for _, k := range slices.Sorted(maps.Keys(p.Attrs)) {
 		fmt.Fprintf(&b, "  %s=%s", k, p.Attrs[k])
 	}

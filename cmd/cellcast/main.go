@@ -1,8 +1,12 @@
 // Command cellcast talks to a Cellcast broker from the shell:
 //
-//	cellcast sub --cell 1.2 --future 30s         past results, then live notifications
-//	cellcast pub --cell 1.2.3 --expires 1m --desc hello
+//	cellcast sub --cell 5.2 --future 30s            past results, then live notifications
+//	cellcast sub --lat 40.758 --lng -73.9855 --radius 500
+//	cellcast pub --cell 5.2.1 --expires 1m --desc hello
+//	cellcast pub --polygon area.geojson --desc closed
 //	cellcast query --attr uid --eq alice
+//	cellcast query --near 40.758,-73.9855,1000 --attr category --eq traffic
+//	cellcast query --within area.geojson --from 2026-11-21T10:00:00Z
 //	cellcast token --uid alice --auth-hmac-secret-file FILE
 //
 // Every flag can also be set by a CELLCAST_* environment variable
@@ -33,15 +37,20 @@ const usage = `Usage: cellcast COMMAND [flags]
 Commands:
   sub     subscribe: print past results, then live notifications until the window ends or ^C
   pub     publish
-  query   the latest publications by publisher, attribute or time
+  query   the latest publications by publisher, attribute or time (--attr),
+          or that meet a place (--near LAT,LNG,RADIUS or --within FILE.geojson)
   token   mint an HS256 bearer token from the broker's secret
+
+Places are anywhere on Earth: --lat/--lng (a point), with --radius (a circle),
+or --polygon FILE (GeoJSON). Cells are S2 cells as Dewey ids (5.2.1: face 4,
+then child positions, each plus one).
 
 cellcast COMMAND --help lists a command's flags.
 `
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], env{lookup: os.LookupEnv, user: osUser}, os.Stdout, os.Stderr)
+	code := run(ctx, os.Args[1:], env{lookup: os.LookupEnv, user: osUser, stdin: os.Stdin}, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
@@ -50,6 +59,7 @@ func main() {
 type env struct {
 	lookup func(string) (string, bool)
 	user   func() string
+	stdin  io.Reader // for --polygon - and --within -; nil: none
 }
 
 func osUser() string {

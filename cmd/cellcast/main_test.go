@@ -82,7 +82,7 @@ func (s *session) record(args []string, stdout, stderr string, code int) {
 	shown := make([]string, len(args))
 	for i, a := range args {
 		shown[i] = a
-		if strings.Contains(a, " ") && !strings.HasPrefix(a, "#") {
+		if strings.Contains(a, " ") && !strings.HasPrefix(a, "#") && !strings.HasPrefix(a, "<") {
 			shown[i] = "'" + a + "'"
 		}
 	}
@@ -100,6 +100,27 @@ func (s *session) run(args ...string) {
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), args, s.env, &stdout, &stderr)
 	s.record(args, stdout.String(), stderr.String(), code)
+}
+
+// runIn runs a command with a file (or "": nothing) as its stdin.
+func (s *session) runIn(file string, args ...string) {
+	s.t.Helper()
+	in := []byte{}
+	if file != "" {
+		var err error
+		if in, err = os.ReadFile(file); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+	e := s.env
+	e.stdin = bytes.NewReader(in)
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, e, &stdout, &stderr)
+	shown := "< /dev/null"
+	if file != "" {
+		shown = "< " + file
+	}
+	s.record(append(args, shown), stdout.String(), stderr.String(), code)
 }
 
 // background starts a command; stop interrupts it once its stdout holds
@@ -160,18 +181,63 @@ func TestSubPubQueryGolden(t *testing.T) {
 	s.run("sub", "--topic", "sports", "--past", "1m", "--future", "0")
 	s.run("sub", "--cell", "1.2", "--future", "1s", "--json")
 	s.run("sub", "--future", "1s")
-	// A circle where the first quadrants meet, on the four cells of its
-	// cover: a publication over all four reaches it once.
+	// A circle upstate on the cells of its cover, at most four: a
+	// publication at New York's face reaches it, and one over several of
+	// its cells reaches it once.
 	stopCover := s.background("sub", "--lat", "42.755", "--lng", "-75.81", "--radius", "300", "--cover", "4", "--future", "1m", "--uid", "carol")
-	s.run("pub", "--cell", "1", "--desc", "statewide")
-	s.run("pub", "--lat", "42.755", "--lng", "-75.81", "--radius", "100", "--cover", "4", "--desc", "at the corner", "--json")
+	s.run("pub", "--cell", "5", "--desc", "all of face 4")
+	s.run("pub", "--lat", "42.755", "--lng", "-75.81", "--radius", "100", "--cover", "4", "--desc", "close by", "--json")
 	stopCover(2)
 	s.run("pub", "--cell", "1.2", "--cover", "2", "--desc", "bad")
 	s.run("pub", "--lat", "42.755", "--lng", "-75.81", "--radius", "100", "--cover", "17", "--desc", "bad")
 	s.run("pub", "--cell", "1.x", "--desc", "bad")
 	s.run("query", "--attr", "nope", "--eq", "x")
+	s.run("query")
+	s.run("query", "--attr", "category")
 	s.run("pub", "--lat", "40.7")
 	golden(t, "session.golden", normalize(s.out.String()))
+}
+
+// TestPlacesGolden: polygons from files (a geometry, a Feature, a
+// FeatureCollection of one, stdin) published and subscribed, queries by
+// place, and what each refuses.
+func TestPlacesGolden(t *testing.T) {
+	s := newSession(t)
+	s.run("pub", "--polygon", "testdata/midtown.geojson", "--desc", "midtown closed", "--attr", "category=works")
+	// Times Square, inside midtown; Brooklyn, outside it; central Paris.
+	stopIn := s.background("sub", "--lat", "40.758", "--lng", "-73.9855", "--radius", "200", "--past", "1m", "--future", "1m", "--uid", "alice")
+	stopOut := s.background("sub", "--lat", "40.6782", "--lng", "-73.9442", "--radius", "500", "--future", "1m", "--uid", "bob", "--json")
+	stopParis := s.background("sub", "--polygon", "testdata/paris-feature.geojson", "--cover", "4", "--future", "1m", "--uid", "carol", "--json")
+	s.runIn("testdata/collection.geojson", "pub", "--polygon", "-", "--cover", "6", "--desc", "New York and Paris")
+	s.run("pub", "--polygon", "testdata/midtown.geojson", "--desc", "midtown still closed")
+	s.run("pub", "--lat", "48.8606", "--lng", "2.3376", "--desc", "at the Louvre", "--attr", "category=traffic")
+	s.run("pub", "--lat", "40.6782", "--lng", "-73.9442", "--radius", "50", "--desc", "in Brooklyn", "--attr", "category=traffic", "--json")
+	stopIn(3)
+	stopOut(3)
+	stopParis(3)
+	s.run("query", "--near", "40.758,-73.9855,1000")
+	s.run("query", "--near", "40.758,-73.9855,1000", "--attr", "category", "--eq", "works")
+	s.run("query", "--near", "48.8606,2.3376", "--k", "1")
+	s.run("query", "--within", "testdata/paris-feature.geojson", "--json")
+	s.runIn("testdata/midtown.geojson", "query", "--within", "-", "--cover", "2", "--attr", "uid", "--eq", "tester", "--filter", "MIDTOWN")
+	s.run("query", "--near", "40.6782,-73.9442,100", "--from", "2000-01-01T00:00:00+00:00")
+	s.run("query", "--near", "40.6782,-73.9442,100", "--from", "2000-01-01T00:00:00+00:00", "--to", "2001-01-01T00:00:00+00:00")
+	// Refused here, with exit 2, or by the broker, with exit 1.
+	s.run("query", "--near", "40.7,x")
+	s.run("query", "--near", "40.758,-73.9855,0")
+	s.run("query", "--near", "40.758,-73.9855", "--cover", "4")
+	s.run("query", "--near", "40.758,-73.9855,100", "--within", "testdata/midtown.geojson")
+	s.run("query", "--near", "40.758,-73.9855,100", "--from", "yesterday")
+	s.run("query", "--near", "40.758,-73.9855,100", "--attr", "category")
+	s.run("query", "--within", "testdata/open-ring.geojson")
+	s.run("pub", "--polygon", "testdata/open-ring.geojson")
+	s.run("pub", "--polygon", "testdata/two-features.geojson")
+	s.run("pub", "--polygon", "testdata/point.geojson")
+	s.run("pub", "--polygon", "testdata/missing.geojson")
+	s.run("pub", "--polygon", "testdata/midtown.geojson", "--cover", "17")
+	s.run("sub", "--polygon", "testdata/midtown.geojson", "--cell", "5")
+	s.runIn("", "pub", "--polygon", "-")
+	golden(t, "places.golden", normalize(s.out.String()))
 }
 
 // The same commands over NATS.

@@ -39,7 +39,7 @@ func pub(ctx context.Context, args []string, e env, stdout, stderr io.Writer) in
 	if code, ok := parse(fs, args, e, stderr); !ok {
 		return code
 	}
-	where, err := loc.get()
+	where, err := loc.get(e.stdin)
 	if err != nil {
 		fmt.Fprintln(stderr, "cellcast pub:", err)
 		return 2
@@ -74,40 +74,6 @@ func pub(ctx context.Context, args []string, e env, stdout, stderr io.Writer) in
 	}
 	for i := range p.Recent {
 		pr.publication("recent", "", 0, &p.Recent[i])
-	}
-	return 0
-}
-
-func query(ctx context.Context, args []string, e env, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("query", flag.ContinueOnError)
-	var c conn
-	c.flags(fs)
-	var q client.QueryRequest
-	fs.StringVar(&q.Attr, "attr", "uid", "the attribute: uid (the publisher), tp (publication time) or an attrs key")
-	fs.StringVar(&q.Eq, "eq", "", "the value to match")
-	fs.StringVar(&q.From, "from", "", "the lower end of a range (RFC 3339 for tp)")
-	fs.StringVar(&q.To, "to", "", "the upper end of a range")
-	fs.IntVar(&q.K, "k", 10, "how many, newest first (1-1000)")
-	if code, ok := parse(fs, args, e, stderr); !ok {
-		return code
-	}
-	cl, err := c.dial(ctx, e, stderr)
-	if err != nil {
-		return fail(stderr, "query", err)
-	}
-	defer cl.Close()
-	rctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	res, err := cl.Query(rctx, q)
-	if err != nil {
-		return fail(stderr, "query", err)
-	}
-	pr := &printer{w: stdout, json: c.json}
-	for i := range res.Publications {
-		pr.publication("", "", 0, &res.Publications[i])
-	}
-	if !c.json {
-		fmt.Fprintf(stderr, "%d of %d\n", len(res.Publications), res.Count)
 	}
 	return 0
 }

@@ -26,7 +26,7 @@ func sub(ctx context.Context, args []string, e env, stdout, stderr io.Writer) in
 	if code, ok := parse(fs, args, e, stderr); !ok {
 		return code
 	}
-	where, err := loc.get()
+	where, err := loc.get(e.stdin)
 	if err != nil {
 		fmt.Fprintln(stderr, "cellcast sub:", err)
 		return 2
