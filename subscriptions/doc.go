@@ -1,8 +1,9 @@
 // Package subscriptions is Cellcast's pub/sub core: the records
 // (Subscription, Publication), the broker clock, the matching rule of
-// DESIGN.md, the Store interface that the storage architectures (dualdb,
-// twodb) implement, and Oracle, a brute-force in-memory Store that tests,
-// the load generator and benchmarks use as the reference.
+// docs/design.md with its geometry (geometry.go), the Store interface
+// that the storage architectures (dualdb, twodb) implement, and Oracle, a
+// brute-force in-memory Store with geometry of its own (oracle_geo.go)
+// that tests, the load generator and benchmarks use as the reference.
 //
 // Time is int64 nanoseconds of the broker clock. Every operation gets its
 // own stamp, strictly increasing, so a stamp also names the operation: a
