@@ -130,10 +130,8 @@ func (st *Store) Replay(ctx context.Context, sid string, after int64) (*subscrip
 		}
 		return nil
 	}
-	for _, sc.via = range s.Cells() {
-		if err := st.scan(sc.via, Lists{Pubs: true}, now, bound, now, visit); err != nil {
-			return nil, err
-		}
+	if err := st.scanCells(s.Cells(), sc, Lists{Pubs: true}, now, bound, now, visit); err != nil {
+		return nil, err
 	}
 	subscriptions.SortPublications(res.Pubs)
 	slices.Reverse(res.Pubs)

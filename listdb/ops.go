@@ -54,10 +54,8 @@ func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequ
 		}
 		return nil
 	}
-	for _, sc.via = range s.Cells() {
-		if err := st.scan(sc.via, Lists{Pubs: true, Subs: s.SelfJoin}, now, pubBound, st.oldest(Subs, now), visit); err != nil {
-			return nil, err
-		}
+	if err := st.scanCells(s.Cells(), sc, Lists{Pubs: true, Subs: s.SelfJoin}, now, pubBound, st.oldest(Subs, now), visit); err != nil {
+		return nil, err
 	}
 	if s.SelfJoin {
 		// The user's earlier subscriptions in cells that do not overlap
@@ -126,10 +124,8 @@ func (st *Store) Publish(ctx context.Context, req *subscriptions.PublishRequest)
 		}
 		return nil
 	}
-	for _, sc.via = range p.Cells() {
-		if err := st.scan(sc.via, Lists{Subs: true, Pubs: req.SelfJoin}, now, st.oldest(Pubs, now), st.oldest(Subs, now), visit); err != nil {
-			return nil, err
-		}
+	if err := st.scanCells(p.Cells(), sc, Lists{Subs: true, Pubs: req.SelfJoin}, now, st.oldest(Pubs, now), st.oldest(Subs, now), visit); err != nil {
+		return nil, err
 	}
 	subscriptions.SortPublications(res.Recent)
 	if err := st.settleFor(commit, stored); err != nil {

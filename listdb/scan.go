@@ -2,7 +2,9 @@ package listdb
 
 import (
 	"fmt"
+	"slices"
 
+	"github.com/seed84792017/cellcast/dewey"
 	"github.com/seed84792017/cellcast/lsm"
 	"github.com/seed84792017/cellcast/subscriptions"
 )
@@ -17,6 +19,51 @@ func (st *Store) oldest(list List, now int64) int64 { return now - st.span[list]
 // Tables and blocks with nothing that new, or nothing live at now, are
 // skipped unread. fn gets the list key each record was found under.
 func (st *Store) scan(c subscriptions.Cell, lists Lists, now, pubBound, subBound int64, fn func(l List, key []byte, r *Rec) error) error {
+	return st.scanParts(c, true, true, lists, now, pubBound, subBound, fn)
+}
+
+// scanCells scans an operation's cells, each in turn as sc.via. A cover's
+// cells share most of their ancestors: each ancestor is read once, via the
+// first (smallest) of the cells below it, which is the one the canonical
+// pair of any record found there names (subscriptions.Canonical: a pair
+// with that ancestor as the other record's cell has the smallest own cell
+// overlapping it), and not at all when one of the cells holds it in its
+// subtree, which is read whole.
+func (st *Store) scanCells(cells []subscriptions.Cell, sc *scanState, lists Lists, now, pubBound, subBound int64, fn func(l List, key []byte, r *Rec) error) error {
+	if len(cells) == 1 || st.cfg.Granularity == Fixed {
+		for _, sc.via = range cells {
+			if err := st.scan(sc.via, lists, now, pubBound, subBound, fn); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, sc.via = range cells {
+		if err := st.scanParts(sc.via, true, false, lists, now, pubBound, subBound, fn); err != nil {
+			return err
+		}
+	}
+	var done []dewey.ID // ancestors read; a cover's few dozen at most
+	for _, c := range cells {
+		for d := 1; d < len(c.ID); d++ {
+			a := c.ID[:d]
+			if slices.ContainsFunc(done, a.Equal) || slices.ContainsFunc(cells, func(o subscriptions.Cell) bool { return o.NS == c.NS && o.ID.IsAncestorOrSelf(a) }) {
+				continue
+			}
+			done = append(done, a)
+			sc.via = c
+			if err := st.scanParts(subscriptions.Cell{NS: c.NS, ID: a}, false, false, lists, now, pubBound, subBound, fn); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// scanParts is scan's body: the cell itself, with its subtree when
+// subtree, and its ancestors when ancestors (a cell's own key alone when
+// neither).
+func (st *Store) scanParts(c subscriptions.Cell, subtree, ancestors bool, lists Lists, now, pubBound, subBound int64, fn func(l List, key []byte, r *Rec) error) error {
 	bound := func(l List) int64 {
 		if l == Pubs {
 			return pubBound
@@ -82,14 +129,17 @@ func (st *Store) scan(c subscriptions.Cell, lists Lists, now, pubBound, subBound
 		return nil
 	}
 	var subtreeEnd []byte
-	if int64(len(c.ID)) < st.deepest[nsIndex(c.NS)].v.Load() {
+	if subtree && int64(len(c.ID)) < st.deepest[nsIndex(c.NS)].v.Load() {
 		subtreeEnd = append([]byte{byte(c.NS)}, c.ID.SubtreeEnd()...)
 	}
 	if err := run(cellKey(c), subtreeEnd); err != nil {
 		return err
 	}
-	for _, a := range c.ID.Ancestors() {
-		if err := run(cellKey(subscriptions.Cell{NS: c.NS, ID: a}), nil); err != nil {
+	if !ancestors {
+		return nil
+	}
+	for d := 1; d < len(c.ID); d++ {
+		if err := run(cellKey(subscriptions.Cell{NS: c.NS, ID: c.ID[:d]}), nil); err != nil {
 			return err
 		}
 	}

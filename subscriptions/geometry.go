@@ -44,21 +44,39 @@ func reachesCell(s *geo.Shape, cells []Cell) bool {
 	return false
 }
 
-// meets is Meets for a publication and a subscription.
+// meets is Meets for a publication and a subscription, without building
+// a one-cell record's cell list (a scan asks it of every candidate).
 func meets(p *Publication, s *Subscription) bool {
-	if p.Shape == nil && s.Shape == nil {
+	switch {
+	case p.Shape == nil && s.Shape == nil:
 		return true
+	case p.Shape != nil && s.Shape != nil:
+		return p.Shape.Intersects(s.Shape)
+	case p.Shape != nil:
+		return reachesCellOf(p.Shape, s.Cell, s.Cover)
 	}
-	return Meets(p.Shape, p.Cells(), s.Shape, s.Cells())
+	return reachesCellOf(s.Shape, p.Cell, p.Cover)
 }
 
 // PubsMeet is Meets for two publications: a self-join publish reports
 // the recent publications whose places meet its own.
 func PubsMeet(p, q *Publication) bool {
-	if p.Shape == nil && q.Shape == nil {
+	switch {
+	case p.Shape == nil && q.Shape == nil:
 		return true
+	case p.Shape != nil && q.Shape != nil:
+		return p.Shape.Intersects(q.Shape)
+	case p.Shape != nil:
+		return reachesCellOf(p.Shape, q.Cell, q.Cover)
 	}
-	return Meets(p.Shape, p.Cells(), q.Shape, q.Cells())
+	return reachesCellOf(q.Shape, p.Cell, p.Cover)
+}
+
+func reachesCellOf(s *geo.Shape, cell Cell, cover *Cover) bool {
+	if cover != nil {
+		return reachesCell(s, cover.Cells)
+	}
+	return cell.NS == NSCell && s.IntersectsCell(cell.ID)
 }
 
 // checkShape refuses a shape beyond the configured bounds, or on cells
