@@ -32,7 +32,7 @@ type ClusterConfig struct {
 	Name   string // the NATS cluster's name; default "cellcast"
 	// ShardDepth and ShardGroups: the subtrees of the world grid at
 	// ShardDepth components are hashed onto ShardGroups shards, beside an
-	// overflow shard (cluster.Shards); defaults 10 (S2 level 9) and 16.
+	// overflow shard (cluster.Shards); defaults 11 (S2 level 10) and 16.
 	ShardDepth  int
 	ShardGroups int
 	// TopicShardDepth is how many components of a topic path place it in

@@ -148,39 +148,40 @@ func anyOverlap(a, b []subscriptions.Cell) bool {
 	return false
 }
 
-// TestACitySpreads: New York's cells at the default layout spread over
-// many shards, and a kilometre circle's cover mostly stays in one.
+// TestACitySpreads: at the default layout, places over New York's five
+// boroughs spread over most shards, and circles of a few hundred metres
+// mostly stay in one.
 func TestACitySpreads(t *testing.T) {
 	m := Shards{}
 	r := rand.New(rand.NewSource(9))
-	homes := map[string]int{}
-	overflow := 0
 	const n = 4000
-	for range n {
-		lat, lng := 40.55+r.Float64()*0.35, -74.1+r.Float64()*0.35 // the five boroughs
-		c, err := geo.NewCircle(lat, lng, 1000)
-		if err != nil {
-			t.Fatal(err)
+	for _, radius := range []float64{0, 300} {
+		homes := map[string]int{}
+		for range n {
+			lat, lng := 40.55+r.Float64()*0.35, -74.1+r.Float64()*0.35
+			c, err := geo.NewCircle(lat, lng, radius)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids, err := c.Cover(8, geo.DefaultLevel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cs []subscriptions.Cell
+			for _, id := range ids {
+				cs = append(cs, subscriptions.Cell{NS: subscriptions.NSCell, ID: id})
+			}
+			homes[m.Home(cs)]++
 		}
-		ids, err := c.Cover(8, geo.DefaultLevel)
-		if err != nil {
-			t.Fatal(err)
+		busiest := 0
+		for s, k := range homes {
+			if s != Overflow {
+				busiest = max(busiest, k)
+			}
 		}
-		var cs []subscriptions.Cell
-		for _, id := range ids {
-			cs = append(cs, subscriptions.Cell{NS: subscriptions.NSCell, ID: id})
-		}
-		h := m.Home(cs)
-		homes[h]++
-		if h == Overflow {
-			overflow++
+		t.Logf("radius %.0f m: %d shards, the busiest holds %d, g0 %d of %d", radius, len(homes), busiest, homes[Overflow], n)
+		if len(homes) < 12 || busiest > n/5 || homes[Overflow] > n/5 {
+			t.Fatalf("radius %.0f m over New York: homes %v", radius, homes)
 		}
 	}
-	if len(homes) < 8 {
-		t.Fatalf("New York's circles live in %d shards: %v", len(homes), homes)
-	}
-	if overflow > n/3 {
-		t.Fatalf("%d of %d kilometre circles overflow", overflow, n)
-	}
-	t.Logf("homes of %d circles of 1 km over New York: %v", n, homes)
 }

@@ -111,7 +111,7 @@ func run(args []string) int {
 	fs.StringVar(&c.Cluster.Listen, "cluster-listen", "127.0.0.1:6222", "cluster (route) address of the embedded NATS server, for the other nodes' --cluster-routes")
 	routes := fs.String("cluster-routes", "", "comma-separated host:port cluster addresses of the other nodes' embedded NATS servers")
 	fs.StringVar(&c.Cluster.Name, "cluster-name", "cellcast", "name of the NATS cluster; the same on every node")
-	fs.IntVar(&c.Cluster.ShardDepth, "shard-depth", cluster.DefaultShardDepth, "Dewey depth of the grid's subtrees hashed onto the geo shards (2-31; S2 level + 1; 10: cells of 15-20 km); the same on every node")
+	fs.IntVar(&c.Cluster.ShardDepth, "shard-depth", cluster.DefaultShardDepth, "Dewey depth of the grid's subtrees hashed onto the geo shards (2-31; S2 level + 1; 11: cells of 7-10 km); the same on every node")
 	fs.IntVar(&c.Cluster.ShardGroups, "shard-groups", cluster.DefaultShardGroups, "geo shards the subtrees are hashed onto, besides the overflow shard (1-256); the same on every node")
 	fs.IntVar(&c.Cluster.TopicShardDepth, "topic-shard-depth", 1, "how many levels of a topic path place it in one of the 4 topic shards: 1 keeps a top-level topic in one shard, deeper spreads it by subtopic (1-4); the same on every node")
 	fs.IntVar(&c.Cluster.Replicas, "replicas", 3, "replicas of each shard's JetStream log (1, 3 or 5; at most the number of NATS servers)")
