@@ -16,7 +16,7 @@ const maxSpelled = 1000
 func (r *run) report(elapsed time.Duration, spools []*spool) (*Report, error) {
 	rep := &Report{Ops: len(r.cfg.Ops), Seconds: elapsed.Seconds(), Errors: r.errs, ErrorExamples: r.examples,
 		BrokerCuts: r.cuts, Drops: r.drops.Load(), Resumes: r.resumes.Load(), LateResumes: r.lateResumes.Load(), Reply: r.replyLat.percentiles(),
-		LongestGaps: r.gaps.longest(3)}
+		LongestGaps: r.gaps.longest(3), Shards: r.shards.delivered()}
 	rep.OpsPerSec = float64(rep.Ops) / rep.Seconds
 	rep.PastResults = int(spools[0].count())
 	for _, s := range spools[1:] {

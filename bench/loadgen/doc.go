@@ -16,6 +16,12 @@
 // that often (after its requests in flight are answered): completeness
 // must still hold.
 //
+// Against a cluster, Config.Shard names each cell's shard (the cluster's
+// layout): the report then gives the longest stretch without a reply per
+// shard and what arrived per shard, which is what each shard's owner
+// matched and sent. The oracle holds on a cluster when every cell lies at
+// or below the shard depth (cmd/loadgen -shard-depth).
+//
 // cmd/loadgen is the command line; the package is separate so tests run it
 // against an in-process broker.
 package loadgen

@@ -58,10 +58,11 @@ type Config struct {
 	// SpoolDir holds the files of what arrived, removed at the end
 	// (default: os.TempDir()).
 	SpoolDir string
-	// ShardDepth groups cells by their first ShardDepth components (a
-	// cluster's shards) for the report's longest gaps without a successful
-	// reply; 0: one group.
-	ShardDepth int
+	// Shard names the shard a cell's operations go to (a cluster's: its
+	// layout's cluster.Shards.Home), for the report's longest gaps without
+	// a successful reply and its deliveries per shard; nil: one group,
+	// and no deliveries per shard.
+	Shard func(cell dewey.ID) string
 	// Route, when set, names for a cell the index in WSURLs of the broker
 	// to send its operations to, as a client that knows a cluster's
 	// shard owners would: subscribes go to a connection on that broker
@@ -95,7 +96,7 @@ func (c *Config) withDefaults() error {
 	if c.Route != nil && (c.NATSURL != "" || c.Conns < len(c.WSURLs) || c.PubConns < len(c.WSURLs)) {
 		return errors.New("loadgen: Route needs WebSocket publishers and a subscriber and a publisher connection per broker")
 	}
-	if c.Slowdown < 0 || c.Conns < 0 || c.PubConns < 0 || c.Window < 0 || c.Ahead < 0 || c.DropEvery < 0 || c.ShardDepth < 0 {
+	if c.Slowdown < 0 || c.Conns < 0 || c.PubConns < 0 || c.Window < 0 || c.Ahead < 0 || c.DropEvery < 0 {
 		return errors.New("loadgen: negative slowdown, connection count, window or drop interval")
 	}
 	return nil
@@ -163,6 +164,7 @@ type run struct {
 	past                  *spool          // past results, at = 0
 	mark                  string          // " #<nonce>.": names this run in each publication's description
 	gaps                  gaps
+	shards                shards // by operation, with Config.Shard
 }
 
 // Run runs cfg's operations against the broker and reports.
@@ -177,6 +179,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		r.ahead = make(chan struct{}, cfg.Ahead)
 	}
 	r.pubs = make([]pubRec, len(cfg.Ops))
+	r.shards = newShards(cfg.Ops, cfg.Shard)
 	var err error
 	if r.past, err = newSpool(cfg.SpoolDir); err != nil {
 		return nil, err
@@ -204,7 +207,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	stopProgress := r.progress()
 	r.start = time.Now()
-	r.gaps.start(r.start, cfg.ShardDepth)
+	r.gaps.start(r.start)
 	dropTick := func() <-chan time.Time { return nil }
 	if cfg.DropEvery > 0 {
 		t := time.NewTicker(cfg.DropEvery)
@@ -330,12 +333,13 @@ func (r *run) subscribed(t task, sub *client.Subscription, err error) {
 		r.fail("subscribe: "+code, msg)
 		return
 	}
-	r.gaps.ok(t.op.Cell, time.Now())
+	r.gaps.ok(r.shards.name(t.index), time.Now())
 	s := &r.subs[t.index]
 	s.op, s.sid, s.ts, s.tmax, s.ok = t.op, sub.Sid, sub.Ts.UnixNano(), sub.ExpiresAt.UnixNano(), true
 	for _, p := range sub.Past {
 		r.past.add(rec{sub: int64(t.index), pub: r.pubOf(p.Desc)})
 	}
+	r.shards.addPast(t.index, len(sub.Past))
 	sub.Past = nil // the client keeps the subscription, for resumes, to the end of the run
 }
 
@@ -356,7 +360,7 @@ func (r *run) publishedAt(t task, tp int64) {
 	r.answered.Add(1)
 	now := time.Now()
 	r.replyLat.record(now.UnixNano() - t.due)
-	r.gaps.ok(t.op.Cell, now)
+	r.gaps.ok(r.shards.name(t.index), now)
 	r.pubs[t.index] = pubRec{op: t.op, tp: tp, due: t.due, ok: true}
 }
 

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -27,9 +28,12 @@ func startBroker(t *testing.T) *broker.Broker {
 
 // smallWorkload lasts 3 s. Publications outlive it, so a cut connection
 // can be resumed however far behind a loaded machine leaves the broker.
+// Its cells are the world grid's, as cmd/loadgen's, from S2 level 6
+// (about 150 km) to 12 (2.5 km), so that 300 users make some 50
+// notifications a publication.
 func smallWorkload(t *testing.T, seed int64, n int) []workload.Op {
 	t.Helper()
-	g, err := workload.New(workload.Config{Seed: seed, Ops: n, Users: 300, Space: workload.Quad, Depth: 6, Rate: 2000,
+	g, err := workload.New(workload.Config{Seed: seed, Ops: n, Users: 300, Space: workload.S2, MinLevel: 6, Level: 12, Rate: 2000,
 		Past: 2 * time.Second, Future: 3 * time.Second, Expires: 30 * time.Second, SelfJoin: 0.1})
 	if err != nil {
 		t.Fatal(err)
@@ -179,22 +183,54 @@ func TestCompletenessCatchesLoss(t *testing.T) {
 	}
 }
 
-// TestGaps: the longest stretch without a successful reply, per group of
-// cells, counted from the start.
+// TestGaps: the longest stretch without a successful reply, per shard,
+// counted from the start.
 func TestGaps(t *testing.T) {
 	var g gaps
 	t0 := time.Now()
-	g.start(t0, 2)
+	g.start(t0)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	a, b := dewey.MustParse("1.2.3"), dewey.MustParse("1.3")
-	g.ok(a, at(10))
-	g.ok(b, at(20))
-	g.ok(dewey.MustParse("1.2.4.4"), at(2510)) // the same group as a: 2.5 s
-	g.ok(b, at(100))
-	g.ok(dewey.MustParse("1"), at(40)) // a group of its own
+	g.ok("g3", at(10))
+	g.ok("g5", at(20))
+	g.ok("g3", at(2510)) // 2.5 s after its last
+	g.ok("g5", at(100))
+	g.ok("g0", at(40)) // from the start
 	got := g.longest(2)
-	if len(got) != 2 || got[0] != (Gap{Cells: "1.2", Ms: 2500, EndS: 2.51}) || got[1] != (Gap{Cells: "1.3", Ms: 80, EndS: 0.1}) {
+	if len(got) != 2 || got[0] != (Gap{Shard: "g3", Ms: 2500, EndS: 2.51}) || got[1] != (Gap{Shard: "g5", Ms: 80, EndS: 0.1}) {
 		t.Fatalf("%+v", got)
+	}
+}
+
+// With Shard, what arrives is counted by the shard of the subscription it
+// came for, and adds up to the run's totals; gaps are named by shard.
+func TestDeliveredByShard(t *testing.T) {
+	b := startBroker(t)
+	ops := smallWorkload(t, 4, 2000)
+	// Two shards by the subtree at S2 level 6, the shallowest level of the
+	// workload, as a cluster's layout hashes subtrees: overlapping cells
+	// share it.
+	shard := func(cell dewey.ID) string { return fmt.Sprintf("s%d", cell[6]%2) }
+	rep, err := Run(context.Background(), Config{WSURLs: []string{"ws://" + b.HTTPAddr() + "/ws"}, Ops: ops, Closed: true, Conns: 3, PubConns: 2,
+		Window: 16, Shard: shard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, rep)
+	var notes, past int64
+	for name, d := range rep.Shards {
+		if name != "s0" && name != "s1" {
+			t.Fatalf("shard %q", name)
+		}
+		notes += d.Notifications
+		past += d.PastResults
+	}
+	if len(rep.Shards) != 2 || notes != int64(rep.Notifications) || past != int64(rep.PastResults) {
+		t.Fatalf("by shard %+v: %d notifications and %d past results, want %d and %d in two shards", rep.Shards, notes, past, rep.Notifications, rep.PastResults)
+	}
+	for _, gp := range rep.LongestGaps {
+		if gp.Shard != "s0" && gp.Shard != "s1" {
+			t.Fatalf("gap %+v not named by shard", gp)
+		}
 	}
 }
 
@@ -242,7 +278,8 @@ func TestRouteKeepsCompleteness(t *testing.T) {
 	defer cancel()
 	url := "ws://" + b.HTTPAddr() + "/ws"
 	var calls atomic.Int64
-	route := func(cell dewey.ID) int { calls.Add(1); return int(cell[0] % 2) }
+	// New York lies on one face: split it below, at S2 level 6.
+	route := func(cell dewey.ID) int { calls.Add(1); return int(cell[6] % 2) }
 	rep, err := Run(ctx, Config{WSURLs: []string{url, url}, Ops: smallWorkload(t, 3, 2000), Closed: true, Conns: 4, PubConns: 2, Window: 8,
 		Route: route})
 	if err != nil {

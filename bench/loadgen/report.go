@@ -36,10 +36,14 @@ type Report struct {
 	Reply        Percentiles  `json:"reply_ms"`
 	Completeness Completeness `json:"completeness"`
 	// LongestGaps are the longest stretches without a successful reply,
-	// one per group of cells (Config.ShardDepth): after a cluster node is
-	// killed, the failover time of its shards as their clients saw it.
-	LongestGaps []Gap    `json:"longest_gaps,omitempty"`
-	Broker      *Metrics `json:"broker,omitempty"`
+	// one per shard (Config.Shard): after a cluster node is killed, the
+	// failover time of its shards as their clients saw it.
+	LongestGaps []Gap `json:"longest_gaps,omitempty"`
+	// Shards counts what arrived by the shard of the subscription it came
+	// for (Config.Shard; a subscription lives in one shard, which matches
+	// and sends all of its notifications), replays included.
+	Shards map[string]Delivered `json:"shards,omitempty"`
+	Broker *Metrics             `json:"broker,omitempty"`
 }
 
 // Percentiles of a latency distribution, in milliseconds.

@@ -141,6 +141,7 @@ func (c *wsConn) note(sub int, n client.Notification) {
 	}
 	c.got.add(rec{sub: int64(sub), pub: c.lastPub, at: c.lastAt})
 	c.r.notes.Add(1)
+	c.r.shards.note(sub)
 }
 
 // errKind names an error by its protocol code, or transport.

@@ -1,6 +1,8 @@
 // Package natspeer carries a moving-user workload over NATS core the way a
 // NATS user would build it, as the peer that the broker's throughput is
-// compared with: a subject per cell (cell.1.4.2); a subscriber listens on
+// compared with: a subject per cell, a token per Dewey component
+// (cell.4.1.3 for the world grid's cells: face + 1, then child positions
+// + 1, so an S2 cell of level L has L+1 tokens); a subscriber listens on
 // its cell's subject, on each ancestor's, and on <cell>.> for everything
 // below; a publisher publishes on its cell's subject. Each publication
 // thus reaches each subscription in an overlapping cell once, as in

@@ -15,6 +15,7 @@ import (
 
 	"github.com/seed84792017/cellcast/bench/workload"
 	"github.com/seed84792017/cellcast/dewey"
+	"github.com/seed84792017/cellcast/geo"
 )
 
 func startServer(t *testing.T) string {
@@ -44,6 +45,8 @@ func overlaps(a, b dewey.ID) bool {
 	return true
 }
 
+// randomCell draws a cell of the world grid's shape (a face, then child
+// positions, each + 1) from few values, so that many pairs overlap.
 func randomCell(rng *rand.Rand) dewey.ID {
 	c := make(dewey.ID, 1+rng.Intn(5))
 	for i := range c {
@@ -171,5 +174,18 @@ func TestRunRefusesALeadThatCouldStall(t *testing.T) {
 	_, err := Run(context.Background(), Config{URL: "nats://127.0.0.1:1", Ops: ops, Conns: 3, PubConns: 2, Window: 4, Ahead: 15})
 	if err == nil || !strings.Contains(err.Error(), "must exceed 15") {
 		t.Fatalf("ahead 15 with 5 connections holding up to 3 each: %v", err)
+	}
+}
+
+// A world-grid cell of level L is L+1 tokens: a subscription listens on
+// its cell's subject, its L ancestors' and everything below, L+2 subjects.
+func TestSubjectsOfAGridCell(t *testing.T) {
+	cell, err := geo.PointCell(40.758, -73.9855, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subs := Subjects(cell)
+	if len(subs) != 18 || subs[16] != Subject(cell) || subs[17] != Subject(cell)+".>" || subs[0] != Subject(cell[:1]) {
+		t.Fatalf("subjects of %v: %q", cell, subs)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seed84792017/cellcast/geo"
 )
 
 func gen(t *testing.T, cfg Config) []Op {
@@ -129,6 +131,68 @@ func TestQuadLevels(t *testing.T) {
 	}
 }
 
+// TestS2: cells are the world grid's cells of the user's point, at
+// levels from MinLevel to Level drawn ∝ 1/2^(Level−i); users stay in New
+// York and a user's next subscription is in another finest cell.
+func TestS2(t *testing.T) {
+	const lo, hi = 10, 16
+	ops := gen(t, Config{Seed: 9, Ops: 40000, Users: 2000, SubsPerPub: 3, Space: S2})
+	count := make([]int, geo.MaxLevel+1)
+	last := map[string]string{}
+	moved, stayed := 0, 0
+	for _, op := range ops {
+		level := len(op.Cell) - 1
+		if !geo.IsCell(op.Cell) || level < lo || level > hi {
+			t.Fatalf("cell %v: not a grid cell of level %d…%d", op.Cell, lo, hi)
+		}
+		if want, _ := geo.PointCell(op.Lat, op.Lng, level); !reflect.DeepEqual(op.Cell, want) {
+			t.Fatalf("(%g, %g) at level %d in %v, want %v", op.Lat, op.Lng, level, op.Cell, want)
+		}
+		if !NewYork.Contains(op.Lat, op.Lng) {
+			t.Fatalf("(%g, %g) outside New York", op.Lat, op.Lng)
+		}
+		count[level]++
+		if op.Kind != Subscribe {
+			continue
+		}
+		leaf, _ := geo.PointCell(op.Lat, op.Lng, hi)
+		if prev, ok := last[op.Uid]; ok {
+			if prev == leaf.String() {
+				stayed++
+			} else {
+				moved++
+			}
+		}
+		last[op.Uid] = leaf.String()
+	}
+	total := 2 - math.Pow(2, lo-hi)
+	for i := lo; i <= hi; i++ {
+		want := math.Pow(2, float64(i-hi)) / total
+		if got := float64(count[i]) / float64(len(ops)); math.Abs(got-want) > 0.015 {
+			t.Errorf("level %d: %.3f of operations, want %.3f", i, got, want)
+		}
+	}
+	if moved == 0 || float64(stayed) > 0.01*float64(moved+stayed) {
+		t.Fatalf("%d moves, %d subscriptions in the finest cell already subscribed", moved, stayed)
+	}
+	// The levels set by hand, down to one level; the same seed gives the
+	// same operations, another seed others.
+	for _, op := range gen(t, Config{Seed: 9, Ops: 300, Space: S2, MinLevel: 9, Level: 9}) {
+		if len(op.Cell) != 10 {
+			t.Fatalf("cell %v with the level fixed at 9 (10 components)", op.Cell)
+		}
+	}
+	cfg := Config{Seed: 9, Ops: 2000, Users: 300, Space: S2, SelfJoin: 0.1}
+	a := gen(t, cfg)
+	if !reflect.DeepEqual(a, gen(t, cfg)) {
+		t.Fatal("the same config gave different operations")
+	}
+	cfg.Seed = 10
+	if reflect.DeepEqual(a, gen(t, cfg)) {
+		t.Fatal("another seed gave the same operations")
+	}
+}
+
 func TestCircles(t *testing.T) {
 	g, err := New(Config{Seed: 5, Ops: 2000, Space: Circle, Radius: 1000})
 	if err != nil {
@@ -176,6 +240,8 @@ func TestBadConfig(t *testing.T) {
 		{Ops: -1}, {SubsPerPub: -1}, {SelfJoin: 1.5}, {Space: "hex"}, {Depth: 17},
 		{Space: Quad, Depth: 4, Level: 5}, {Space: Quad, Depth: 4, MinLevel: 5}, {Space: Grid, MinLevel: 2},
 		{Space: Quad, Depth: 4, Level: 1, MinLevel: 2}, {Rate: math.Inf(1)}, {Radius: math.NaN()}, {Past: -time.Second},
+		{Space: S2, Level: 31}, {Space: S2, MinLevel: 31}, {Space: S2, Level: 12, MinLevel: 13}, {Space: S2, MinLevel: 17},
+		{Space: S2, Level: -1}, {Space: S2, MinLevel: -1},
 	} {
 		if _, err := New(cfg); !errors.Is(err, ErrConfig) {
 			t.Errorf("%+v: %v, want ErrConfig", cfg, err)
@@ -184,7 +250,7 @@ func TestBadConfig(t *testing.T) {
 }
 
 func TestTraceRoundTrip(t *testing.T) {
-	for _, space := range []Space{Grid, Quad, Circle} {
+	for _, space := range []Space{Grid, Quad, Circle, S2} {
 		ops := gen(t, Config{Seed: 6, Ops: 3000, Users: 200, Space: space, SelfJoin: 0.5})
 		var buf bytes.Buffer
 		w := NewTraceWriter(&buf, "seed 6\nspace "+string(space))
@@ -274,6 +340,7 @@ func TestTraceWriterRefuses(t *testing.T) {
 func FuzzTrace(f *testing.F) {
 	f.Add(traceMagic + "\nS\t5\tu1\t1.2\t41.5\t-74\t0\t0\t10\t10\nP\t6\tu2\t3\t40\t-73\t250\t1\t20\tfire near Troy\n")
 	f.Add(traceMagic + "\n#x\n\nP\t0\tu\t1\t0\t0\t0\t0\t0\t\n")
+	f.Add(traceMagic + "\nS\t5\tu1\t4.1.3.3.2.4.1.1.2.3.1.4.4.2.1.3.2\t40.758\t-73.9855\t0\t0\t10\t10\n") // a world-grid cell of level 16
 	f.Fuzz(func(t *testing.T, text string) {
 		r, err := NewTraceReader(strings.NewReader(text))
 		if err != nil {

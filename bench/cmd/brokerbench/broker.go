@@ -45,7 +45,7 @@ func startBroker() (*brokerProc, error) {
 		return nil, err
 	}
 	cmd := exec.Command(bin, "--data", filepath.Join(dir, "data"), "--http", httpAddr, "--nats-listen", natsAddr,
-		"--storage", *storage, "--geo-depth", strconv.Itoa(*geoDepth),
+		"--storage", *storage, "--geo-level", strconv.Itoa(*geoLevel),
 		"--max-subscriptions", strconv.Itoa(*nSubs+1000), "--rate", "1e9", "--burst", "1000000000",
 		"--log-level", "warn", "--pprof")
 	cmd.Stdout, cmd.Stderr = logf, logf

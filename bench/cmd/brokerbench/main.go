@@ -1,10 +1,17 @@
 // Command brokerbench measures the broker end to end: it builds and starts
 // cmd/broker in its own process, connects real WebSocket clients on
-// loopback, and runs a moving-user workload over New York. Subscribers sit
-// at quad-tree leaves where people live (population-weighted), many
-// subscriptions per connection; they move every -move, re-subscribing with
-// a past window. Incidents are published at every depth, deeper ones
-// likelier (-depth-ratio), from a few publisher connections at -rate.
+// loopback, and runs a moving-user workload over New York. Subscribers
+// subscribe at points where people live (population-weighted), which the
+// broker indexes on the world grid at -geo-level (its --geo-level: S2
+// level 16, cells of about 150 m, by default), many subscriptions per
+// connection; they move every -move, re-subscribing with a past window.
+// Incidents are published on S2 cells at every level from -pub-min-level
+// (3, larger than the state) to -geo-level, level L with weight
+// -level-ratio^L, from a few publisher connections at -rate.
+//
+// Flags changed with the world grid: -geo-depth (a quad tree's depth) is
+// now -geo-level, and -depth-ratio is -level-ratio (default 1.4, which
+// keeps a publication reaching about 260 of 10k subscribers).
 //
 // It reports notifications/s, publications/s, publish→push latency (the
 // publication's stamp to its arrival at the client), completeness of the
@@ -40,31 +47,33 @@ import (
 	"github.com/seed84792017/cellcast/bench/places"
 	"github.com/seed84792017/cellcast/bench/procs"
 	"github.com/seed84792017/cellcast/client"
+	"github.com/seed84792017/cellcast/geo"
 )
 
 var (
-	nSubs      = flag.Int("subs", 10_000, "live subscriptions (one per moving user)")
-	encoding   = flag.String("encoding", "json", "the clients' encoding: json, cbor, or both (one run each, JSON first)")
-	subConns   = flag.Int("conns", 50, "subscriber WebSocket connections")
-	pubConns   = flag.Int("pubconns", 4, "publisher WebSocket connections")
-	rate       = flag.Float64("rate", 500, "publications per second, offered")
-	duration   = flag.Duration("duration", 20*time.Second, "live phase")
-	move       = flag.Duration("move", 15*time.Second, "each user re-subscribes at a new spot this often (0: never)")
-	past       = flag.Duration("past", 30*time.Second, "past window of every subscription")
-	expires    = flag.Duration("expires", time.Minute, "lifetime of every publication")
-	warm       = flag.Int("warm", 2000, "publications before the subscriptions, for the past results")
-	depthRatio = flag.Float64("depth-ratio", 1.5, "publication depth d in 1…12 has weight ratio^d")
-	geoDepth   = flag.Int("geo-depth", 12, "quad tree depth of the subscriptions")
-	storage    = flag.String("storage", "dualdb", "dualdb or twodb")
-	brokerBin  = flag.String("broker", "", "broker binary (default: build ./cmd/broker)")
-	window     = flag.Int("window", 32, "requests in flight per connection")
-	rssOnly    = flag.Bool("rss-only", false, "only store -subs subscriptions and report RSS")
-	cycle      = flag.Int("cycle", 0, "with -rss-only: each client makes this many subscriptions and leaves (0: stay connected)")
-	keep       = flag.Bool("keep", false, "keep the broker's data directory and log")
-	seed       = flag.Int64("seed", 1, "workload seed")
-	profile    = flag.String("profile", "", "write a CPU profile of the broker's live phase here")
-	selfProf   = flag.String("client-profile", "", "write a CPU profile of this process's (the clients') whole run here")
-	brokerEnv  = flag.String("broker-env", "", "space-separated VAR=value settings for the broker only, e.g. \"GOGC=400 GOMEMLIMIT=200MiB\"")
+	nSubs       = flag.Int("subs", 10_000, "live subscriptions (one per moving user)")
+	encoding    = flag.String("encoding", "json", "the clients' encoding: json, cbor, or both (one run each, JSON first)")
+	subConns    = flag.Int("conns", 50, "subscriber WebSocket connections")
+	pubConns    = flag.Int("pubconns", 4, "publisher WebSocket connections")
+	rate        = flag.Float64("rate", 500, "publications per second, offered")
+	duration    = flag.Duration("duration", 20*time.Second, "live phase")
+	move        = flag.Duration("move", 15*time.Second, "each user re-subscribes at a new spot this often (0: never)")
+	past        = flag.Duration("past", 30*time.Second, "past window of every subscription")
+	expires     = flag.Duration("expires", time.Minute, "lifetime of every publication")
+	warm        = flag.Int("warm", 2000, "publications before the subscriptions, for the past results")
+	levelRatio  = flag.Float64("level-ratio", 1.4, "publication S2 level L in -pub-min-level…-geo-level has weight ratio^L")
+	geoLevel    = flag.Int("geo-level", geo.DefaultLevel, "S2 level the broker indexes the subscriptions' points at (its --geo-level), and the deepest publication")
+	pubMinLevel = flag.Int("pub-min-level", 3, "shallowest S2 level of a publication (3: a cell holding all of New York)")
+	storage     = flag.String("storage", "dualdb", "dualdb or twodb")
+	brokerBin   = flag.String("broker", "", "broker binary (default: build ./cmd/broker)")
+	window      = flag.Int("window", 32, "requests in flight per connection")
+	rssOnly     = flag.Bool("rss-only", false, "only store -subs subscriptions and report RSS")
+	cycle       = flag.Int("cycle", 0, "with -rss-only: each client makes this many subscriptions and leaves (0: stay connected)")
+	keep        = flag.Bool("keep", false, "keep the broker's data directory and log")
+	seed        = flag.Int64("seed", 1, "workload seed")
+	profile     = flag.String("profile", "", "write a CPU profile of the broker's live phase here")
+	selfProf    = flag.String("client-profile", "", "write a CPU profile of this process's (the clients') whole run here")
+	brokerEnv   = flag.String("broker-env", "", "space-separated VAR=value settings for the broker only, e.g. \"GOGC=400 GOMEMLIMIT=200MiB\"")
 )
 
 func main() {
@@ -82,6 +91,9 @@ func run() error {
 			return err
 		}
 		defer stop()
+	}
+	if err := checkLevels(); err != nil {
+		return err
 	}
 	w, err := newWorkload()
 	if err != nil {
@@ -113,6 +125,20 @@ func run() error {
 		}
 	}
 	return failed
+}
+
+// checkLevels refuses levels the grid or the broker would refuse.
+func checkLevels() error {
+	if *geoLevel < 1 || *geoLevel > geo.MaxLevel {
+		return fmt.Errorf("-geo-level %d: use 1 to %d", *geoLevel, geo.MaxLevel)
+	}
+	if *pubMinLevel < 0 || *pubMinLevel > *geoLevel {
+		return fmt.Errorf("-pub-min-level %d: use 0 to -geo-level (%d)", *pubMinLevel, *geoLevel)
+	}
+	if !(*levelRatio > 0) || math.IsInf(*levelRatio, 0) {
+		return fmt.Errorf("-level-ratio %v: use a positive number", *levelRatio)
+	}
+	return nil
 }
 
 func encName(enc client.Encoding) string {
@@ -213,7 +239,7 @@ func live(b *brokerProc, w *workload, enc client.Encoding) error {
 					}
 					u := &users[i]
 					u.lat, u.lng = places.Scatter(rng, u.lat, u.lng, 0.005)
-					if !w.tree.Box().Contains(u.lat, u.lng) {
+					if !inMap(u.lat, u.lng) {
 						u.lat, u.lng = w.spot(rng)
 					}
 					u.c.subscribe(bk, u.uid, u.lat, u.lng, *move+*move/10)

@@ -2,45 +2,51 @@
 // workload against one broker and against a three-node cluster (three
 // processes on this machine), in the same run, reporting the brokers'
 // CPU-seconds per million notifications, NATS messages per operation,
-// and that every notification owed arrived exactly once.
+// that every notification owed arrived exactly once, and for the cluster
+// each node's share of the deliveries.
 //
 //	go run ./bench/cmd/clusterbench [-broker BIN] [-subs 4000] [-pubs 20000]
-//	go run ./bench/cmd/clusterbench -workload moving [-ops 40000]
+//	go run ./bench/cmd/clusterbench -workload moving [-ops 40000] [-level 16]
 //
-// The default workload (cells) subscribes first and then publishes, some
-// publications above the shard depth: the cluster's hardest case, about 40
-// notifications a publication. -workload moving runs the moving-user
-// workload of the broker's other benchmarks through bench/loadgen;
-// -to-owner sends each of its operations to the node owning its cell's
-// shard, as a client that knew the owners would. -node-flags passes more
-// flags to the cluster's nodes; -node-procs sets their GOMAXPROCS (by
+// Both workloads are on the world grid (S2 cells) at population-weighted
+// points over New York. The default workload (cells) subscribes first, at
+// S2 level 13 (about 1.2 km), and then publishes at levels 10 to 13, one
+// publication in 50 at level 8, above the shard depth: the cluster's
+// hardest case, about 48 notifications a publication. -workload moving
+// runs the moving-user workload of the broker's other benchmarks
+// (bench/workload's s2 space) through bench/loadgen, its cells at S2
+// levels -min-level to -level, at or below the cluster's shard depth
+// (S2 level 9 by default) so that each operation is stamped in one shard,
+// as the load generator's oracle needs, and the layout spreads the city
+// over the geo shards. -to-owner sends each of its operations to the node
+// owning its cell's shard, as a client that knew the owners would.
+// -node-flags passes more flags to the cluster's nodes (a --shard-depth
+// or --shard-groups there is the layout the moving workload keeps to and
+// the shares are counted in); -node-procs sets their GOMAXPROCS (by
 // default the machine's cores shared among the three).
+//
+// Each node's share: "matched" counts the notifications and past results
+// of the subscriptions living in the shards the node owns (each
+// subscription lives in one shard, whose owner matches and sends all it
+// is owed), counted at the clients; "written" is what the node wrote to
+// the clients connected to it (cellcast_notifications_sent_total). With
+// three nodes, the busiest node's matched share above half means the
+// layout did not spread the workload.
 package main
 
 import (
-	"bufio"
-	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"log/slog"
-	"math/rand"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/seed84792017/cellcast/bench/procs"
-	"github.com/seed84792017/cellcast/client"
-	"github.com/seed84792017/cellcast/cluster"
+	"github.com/seed84792017/cellcast/bench/workload"
 )
 
 func main() {
@@ -53,13 +59,15 @@ func main() {
 	keep := flag.Bool("keep", false, "keep the brokers' data and logs")
 	flag.StringVar(&profileDir, "pprof", "", "write a CPU profile of each broker, from the start of the publications, to this directory")
 	flag.DurationVar(&profileFor, "pprof-for", 5*time.Second, "how long the profiles of -pprof run (whole seconds; keep it shorter than the run: a profile still running when its broker stops is lost)")
-	kind := flag.String("workload", "cells", "cells (subscriptions first, publications at depths 1-6) or moving (the moving-user workload)")
+	kind := flag.String("workload", "cells", "cells (subscriptions first at S2 level 13, publications at levels 8-13) or moving (the moving-user workload)")
 	ops := flag.Int("ops", 40000, "operations of the moving-user workload")
 	life := flag.Duration("lifetime", 0, "the moving-user workload's windows and expiry (0: the workload's 10 s windows and 20 s expiry)")
-	toOwner := flag.Bool("to-owner", false, "moving users: send each operation to the node owning its cell's shard (at the default shard depth 2), as a client that knows the owners would (not how plain clients connect)")
+	level := flag.Int("level", workload.DefaultS2Level, "moving users: the finest S2 level (16: about 150 m)")
+	minLevel := flag.Int("min-level", 0, "moving users: the shallowest S2 level (0: the shard depth's, shard depth - 1; shallower is refused)")
+	toOwner := flag.Bool("to-owner", false, "moving users: send each operation to the node owning its cell's shard, as a client that knows the owners would (not how plain clients connect)")
 	ahead := flag.Int("ahead", 320, "moving users: operations handed to connections and not yet answered, across all (bench/loadgen Config.Ahead; 0: unbounded)")
 	rate := flag.Float64("rate", 0, "moving users: send the operations open loop at this many per second, the same offered load for both systems (0: closed loop, each as fast as it goes)")
-	flag.StringVar(&nodeFlags, "node-flags", "", "more broker flags for the cluster's nodes, space-separated (e.g. \"--shard-depth 3\")")
+	flag.StringVar(&nodeFlags, "node-flags", "", "more broker flags for the cluster's nodes, space-separated (e.g. \"--shard-depth 11\": the moving workload and the shares follow a --shard-depth or --shard-groups there)")
 	flag.IntVar(&nodeProcs, "node-procs", shareOfCores(), "GOMAXPROCS of each of the cluster's nodes: by default this machine's cores shared among the three (at least 1), as three machines would give each its own; 0: the Go runtime's default, every core for every node (one node always has the default)")
 	rounds := flag.Int("rounds", 1, "measure one node and then the cluster this many times, each on fresh processes, and report the median ratio (the machine's speed drifts within minutes)")
 	idleFor := flag.Duration("idle", 0, "instead of a workload, measure three idle nodes' CPU over this long, after 20 s to settle")
@@ -75,25 +83,35 @@ func main() {
 		return
 	}
 	fmt.Printf("one node: GOMAXPROCS=%d, the Go runtime's default\n", runtime.GOMAXPROCS(0))
+	shards := layout(strings.Fields(nodeFlags))
+	if err := shards.Validate(); err != nil {
+		fmt.Fprintln(os.Stderr, "clusterbench: -node-flags:", err)
+		os.Exit(2)
+	}
 	var measureOn func([]*procs.Node) (result, error)
 	switch *kind {
 	case "cells":
-		w := newWorkload(*subs, *pubs, *seed)
-		fmt.Printf("%d subscriptions, %d publications, %d notifications owed\n", *subs, *pubs, w.owed)
-		measureOn = func(nodes []*procs.Node) (result, error) { return measure(nodes, w, *conns, *window) }
-	case "moving":
-		w, err := movingUsers(*ops, *seed, *life, *rate)
+		w, err := newWorkload(*subs, *pubs, *seed, shards)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "clusterbench:", err)
 			os.Exit(1)
+		}
+		fmt.Printf("%d subscriptions, %d publications, %d notifications owed\n", *subs, *pubs, w.owed)
+		measureOn = func(nodes []*procs.Node) (result, error) { return measure(nodes, w, *conns, *window) }
+	case "moving":
+		w, err := movingUsers(*ops, *seed, *life, *rate, shards, *minLevel, *level)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "clusterbench:", err)
+			os.Exit(2)
 		}
 		loop := "closed loop"
 		if *rate > 0 {
 			loop = fmt.Sprintf("open loop at %.0f per second", *rate)
 		}
-		fmt.Printf("moving users: 10000 users, %d operations, 3 subscriptions per publication, %s\n", *ops, loop)
+		fmt.Printf("moving users: 10000 users, %d operations, 3 subscriptions per publication, S2 levels %d to %d, %s\n", *ops,
+			w.minLevel, w.level, loop)
 		measureOn = func(nodes []*procs.Node) (result, error) {
-			return measureMoving(nodes, w, *seed, *ahead, *rate == 0, *toOwner)
+			return measureMoving(nodes, w.ops, shards, *seed, *ahead, *rate == 0, *toOwner)
 		}
 	default:
 		fmt.Fprintf(os.Stderr, "clusterbench: -workload %q: use cells or moving\n", *kind)
@@ -109,43 +127,6 @@ func main() {
 	}
 }
 
-type cellsWorkload struct {
-	subs, pubs []string // cells
-	owed       int64
-}
-
-// newWorkload puts subscriptions at depth 6 and publications at depths
-// 1 to 6, so some reach several shards and many subscribers.
-func newWorkload(nsubs, npubs int, seed int64) *cellsWorkload {
-	r := rand.New(rand.NewSource(seed))
-	cell := func(depth int) string {
-		p := make([]string, depth)
-		for i := range p {
-			p[i] = strconv.Itoa(1 + r.Intn(4))
-		}
-		return strings.Join(p, ".")
-	}
-	w := &cellsWorkload{}
-	for range nsubs {
-		w.subs = append(w.subs, cell(6))
-	}
-	for range npubs {
-		d := 3 + r.Intn(4)
-		if r.Intn(50) == 0 {
-			d = 1
-		}
-		w.pubs = append(w.pubs, cell(d))
-	}
-	for _, s := range w.subs {
-		for _, p := range w.pubs {
-			if s == p || strings.HasPrefix(s, p+".") {
-				w.owed++
-			}
-		}
-	}
-	return w
-}
-
 type result struct {
 	seconds, cpu float64
 	got, owed    int64 // notifications (live and past results)
@@ -154,6 +135,7 @@ type result struct {
 	natsMsgs     float64
 	natsKinds    map[string]float64 // per publication, by kind
 	elections    int64              // stream leader elections during the run
+	nodes        []nodeShare        // a cluster's: each node's share
 }
 
 // prepare makes the run's directory and builds the broker there unless
@@ -242,6 +224,9 @@ func report(a, b result) float64 {
 	}
 	fmt.Println()
 	fmt.Printf("stream leader elections during the cluster's run: %d\n", b.elections)
+	if len(b.nodes) > 0 {
+		fmt.Printf("three nodes, deliveries by node: %s\n", formatShares(b.nodes))
+	}
 	ratio := (b.cpu / float64(b.got)) / (a.cpu / float64(a.got))
 	fmt.Printf("cluster / one node, CPU per notification: %.2fx\n", ratio)
 	return ratio
@@ -301,236 +286,4 @@ func stopAll(nodes []*procs.Node) {
 	for _, n := range nodes {
 		procs.Stop(n.Cmd)
 	}
-}
-
-// cpuTotal is the CPU time of every node's process so far.
-func cpuTotal(nodes []*procs.Node) (float64, error) {
-	total := 0.0
-	for _, n := range nodes {
-		s, err := procs.CPUSeconds(n.Cmd.Process.Pid)
-		if err != nil {
-			return 0, err
-		}
-		total += s
-	}
-	return total, nil
-}
-
-// clusterMessages sums, over every node's /metrics, the NATS messages
-// the nodes sent each other, by kind: requests, replies, notification
-// batches and log appends.
-func clusterMessages(nodes []*procs.Node) map[string]float64 {
-	total := map[string]float64{}
-	for _, n := range nodes {
-		resp, err := http.Get("http://" + n.HTTP + "/metrics")
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			line := sc.Text()
-			for _, m := range messageKinds {
-				if v, ok := strings.CutPrefix(line, "cellcast_cluster_"+m+"_total "); ok {
-					f, _ := strconv.ParseFloat(v, 64)
-					total[m] += f
-				}
-			}
-		}
-		resp.Body.Close()
-	}
-	return total
-}
-
-var messageKinds = []string{"requests", "replies", "notification_batches", "log_appends"}
-
-func measure(nodes []*procs.Node, w *cellsWorkload, conns, window int) (result, error) {
-	ctx := context.Background()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	var got atomic.Int64
-	var clients []*client.Client
-	defer func() {
-		for _, c := range clients {
-			c.Close()
-		}
-	}()
-	dial := func(i int) (*client.Client, error) {
-		c, err := client.Dial(ctx, nodes[i%len(nodes)].WS(), client.Options{UID: "bench", Log: quiet, PendingLimit: 1 << 20})
-		if err == nil {
-			clients = append(clients, c)
-		}
-		return c, err
-	}
-	for i := range conns {
-		c, err := dial(i)
-		if err != nil {
-			return result{}, err
-		}
-		for k := i; k < len(w.subs); k += conns {
-			_, err := c.Subscribe(ctx, client.SubscribeRequest{Location: client.Cell(w.subs[k]), Future: 10 * time.Minute, Inline: true,
-				Handler: func(client.Notification) { got.Add(1) }})
-			if err != nil {
-				return result{}, err
-			}
-		}
-	}
-	var pubConns []*client.Client
-	for i := range len(nodes) * 2 {
-		c, err := dial(i)
-		if err != nil {
-			return result{}, err
-		}
-		pubConns = append(pubConns, c)
-	}
-	m, err := startMeter(nodes)
-	if err != nil {
-		return result{}, err
-	}
-	var next, refusals atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, len(pubConns)*window)
-	for _, c := range pubConns {
-		for range window {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					k := int(next.Add(1)) - 1
-					if k >= len(w.pubs) {
-						return
-					}
-					for {
-						_, err := c.Publish(ctx, client.PublishRequest{Location: client.Cell(w.pubs[k]), Expires: 10 * time.Minute, Desc: "bench"})
-						var ce *client.Error
-						if errors.As(err, &ce) && ce.Code == "overloaded" {
-							refusals.Add(1) // back-pressure: nothing stored; retry as told
-							time.Sleep(ce.RetryAfter)
-							continue
-						}
-						if err != nil {
-							errs <- err
-							return
-						}
-						break
-					}
-				}
-			}()
-		}
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		return result{}, err
-	}
-	for deadline := time.Now().Add(2 * time.Minute); got.Load() < w.owed && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	secs, cpu, err := m.stop()
-	if err != nil {
-		return result{}, err
-	}
-	time.Sleep(500 * time.Millisecond) // anything beyond what is owed
-	r := result{seconds: secs, cpu: cpu, got: got.Load(), owed: w.owed, refused: refusals.Load()}
-	m.messages(&r, len(w.pubs))
-	if r.got != r.owed {
-		return r, fmt.Errorf("%d notifications arrived, %d owed", r.got, r.owed)
-	}
-	return r, nil
-}
-
-// meter measures the nodes over a run: its time, their CPU, the NATS
-// messages between them and, for a cluster, the stream leader elections.
-// Starting it also starts the profiles (-pprof).
-type meter struct {
-	nodes     []*procs.Node
-	start     time.Time
-	cpu0      float64
-	msgs0     map[string]float64
-	watch     *electionWatch // nil for one node
-	elections int64
-}
-
-func startMeter(nodes []*procs.Node) (*meter, error) {
-	cpu0, err := cpuTotal(nodes)
-	if err != nil {
-		return nil, err
-	}
-	m := &meter{nodes: nodes, cpu0: cpu0, msgs0: clusterMessages(nodes)}
-	if len(nodes) > 1 {
-		if m.watch, err = watchElections(nodes[0]); err != nil {
-			return nil, err
-		}
-	}
-	profile(nodes)
-	m.start = time.Now()
-	return m, nil
-}
-
-// stop returns the seconds since the start and the CPU-seconds spent.
-func (m *meter) stop() (secs, cpu float64, err error) {
-	secs = time.Since(m.start).Seconds()
-	if m.watch != nil {
-		m.elections = m.watch.stop()
-	}
-	cpu1, err := cpuTotal(m.nodes)
-	return secs, cpu1 - m.cpu0, err
-}
-
-// messages fills r's NATS messages between nodes per publication, by
-// kind and in all, since the start, and the elections stop counted.
-func (m *meter) messages(r *result, publications int) {
-	r.elections = m.elections
-	msgs1 := clusterMessages(m.nodes)
-	r.natsKinds = map[string]float64{}
-	for _, k := range messageKinds {
-		r.natsKinds[k] = (msgs1[k] - m.msgs0[k]) / float64(publications)
-		r.natsMsgs += r.natsKinds[k]
-	}
-}
-
-// profileDir, when set, receives CPU profiles of the brokers (-pprof),
-// each profileFor long.
-var (
-	profileDir string
-	profileFor time.Duration
-)
-
-// profile fetches a CPU profile of each node in the background, into
-// profileDir as <node>.pprof.
-func profile(nodes []*procs.Node) {
-	if profileDir == "" {
-		return
-	}
-	for _, n := range nodes {
-		go func() {
-			resp, err := http.Get("http://" + n.HTTP + "/debug/pprof/profile?seconds=" + fmt.Sprint(max(1, int(profileFor.Seconds()))))
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "clusterbench: profile:", err)
-				return
-			}
-			defer resp.Body.Close()
-			f, err := os.Create(filepath.Join(profileDir, n.ID+".pprof"))
-			if err == nil {
-				io.Copy(f, resp.Body)
-				f.Close()
-			}
-		}()
-	}
-}
-
-// shardCount is how many shards the nodes run with flags: the broker's
-// default shard groups unless --shard-groups says otherwise, the overflow
-// shard and the topic shards.
-func shardCount(flags []string) int {
-	groups := 0
-	for i, f := range flags {
-		f = strings.TrimLeft(f, "-")
-		v, ok := strings.CutPrefix(f, "shard-groups=")
-		if f == "shard-groups" && i+1 < len(flags) {
-			v, ok = flags[i+1], true
-		}
-		if g, err := strconv.Atoi(v); ok && err == nil {
-			groups = g
-		}
-	}
-	return len(cluster.Shards{Groups: groups}.All())
 }

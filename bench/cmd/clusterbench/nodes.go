@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/seed84792017/cellcast/bench/procs"
+	"github.com/seed84792017/cellcast/cluster"
 )
 
 // clusterSize is how many nodes the cluster runs.
@@ -39,4 +40,31 @@ func startNodes(bin, dir string, args ...string) (*procs.Cluster, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// layout is the shard layout the nodes run with flags: the broker's
+// defaults unless --shard-depth or --shard-groups say otherwise.
+func layout(flags []string) cluster.Shards {
+	return cluster.Shards{Depth: intFlag(flags, "shard-depth"), Groups: intFlag(flags, "shard-groups")}
+}
+
+// shardCount is how many shards the nodes run with flags: the geo shards,
+// the overflow shard and the topic shards.
+func shardCount(flags []string) int { return len(layout(flags).All()) }
+
+// intFlag is the last value flags give the broker flag name (-name v,
+// --name v, -name=v, --name=v), 0 when none does.
+func intFlag(flags []string, name string) int {
+	n := 0
+	for i, f := range flags {
+		f = strings.TrimLeft(f, "-")
+		v, ok := strings.CutPrefix(f, name+"=")
+		if f == name && i+1 < len(flags) {
+			v, ok = flags[i+1], true
+		}
+		if x, err := strconv.Atoi(v); ok && err == nil {
+			n = x
+		}
+	}
+	return n
 }

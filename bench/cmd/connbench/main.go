@@ -4,7 +4,9 @@
 // of ports, subscribes each once, and reads the broker's RSS idle and
 // while 50 publications a second reach every connection. It does the same
 // against a nats-server process (a NATS client per connection with one
-// subscription) in the same run and prints both per connection.
+// subscription) in the same run and prints both per connection. The
+// subscriptions are on world-grid cells under midtown Manhattan's cell of
+// S2 level 10, the publications on that cell.
 //
 //	go run ./bench/cmd/connbench -n 1000,5000,15000
 package main
@@ -26,6 +28,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/seed84792017/cellcast/bench/procs"
+	"github.com/seed84792017/cellcast/geo"
 )
 
 var (
@@ -46,6 +49,16 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// midtown is the world grid's cell of S2 level 10 (about 10 km) holding
+// Times Square, where every connection's subscription lies.
+var midtown = func() string {
+	id, err := geo.PointCell(40.758, -73.9855, 10)
+	if err != nil {
+		panic(err)
+	}
+	return id.String()
+}()
 
 type result struct {
 	system              string
@@ -210,9 +223,10 @@ func runBroker(bin, data string, n int) (result, error) {
 			return err
 		}
 		conns[i] = c
-		// One subscription deep in the tree; publications at the root
-		// cell "1" reach every one.
-		req := fmt.Sprintf(`{"id":"s","op":"subscribe","uid":"u%d","cell":"1.%d.%d.%d","future":"1h"}`, i, 1+i%4, 1+i/4%4, 1+i/16%4)
+		// One subscription in one of the 64 cells of S2 level 13 under
+		// midtown's cell of level 10; publications on that cell reach
+		// every one.
+		req := fmt.Sprintf(`{"id":"s","op":"subscribe","uid":"u%d","cell":"%s.%d.%d.%d","future":"1h"}`, i, midtown, 1+i%4, 1+i/4%4, 1+i/16%4)
 		if err := c.WriteMessage(websocket.TextMessage, []byte(req)); err != nil {
 			return err
 		}
@@ -259,7 +273,7 @@ func runBroker(bin, data string, n int) (result, error) {
 	var sent int64
 	r.busyMax, _ = busyPhase(cmd.Process.Pid, n, func(k int) error {
 		sent++
-		return pub.WriteMessage(websocket.TextMessage, fmt.Appendf(nil, `{"id":"%d","op":"publish","uid":"p","cell":"1","expires":"1m","desc":"an incident for everyone"}`, k))
+		return pub.WriteMessage(websocket.TextMessage, fmt.Appendf(nil, `{"id":"%d","op":"publish","uid":"p","cell":%q,"expires":"1m","desc":"an incident for everyone"}`, k, midtown))
 	})
 	waitFor(&answered, sent)
 	r.refusedPubs = sent - accepted.Load() // overloaded: the delivery backlog was full
@@ -327,8 +341,9 @@ func runNATS(bin string, n int) (result, error) {
 			return err
 		}
 		conns[i] = c
-		// One subscription, which publications on cell.1.1 reach.
-		if _, err := c.Subscribe("cell.1.>", func(*nats.Msg) { received.Add(1) }); err != nil {
+		// One subscription, which publications on a cell under midtown's
+		// reach.
+		if _, err := c.Subscribe("cell."+midtown+".>", func(*nats.Msg) { received.Add(1) }); err != nil {
 			return err
 		}
 		return c.Flush()
@@ -342,8 +357,8 @@ func runNATS(bin string, n int) (result, error) {
 		return result{}, err
 	}
 	defer pub.Close()
-	body := []byte(`{"op":"notification","sid":"x","seq":1,"publication":{"pid":"p","cell":"1","desc":"an incident for everyone"}}`)
-	r.busyMax, r.owed = busyPhase(cmd.Process.Pid, n, func(int) error { return pub.Publish("cell.1.1", body) })
+	body := fmt.Appendf(nil, `{"op":"notification","sid":"x","seq":1,"publication":{"pid":"p","cell":%q,"desc":"an incident for everyone"}}`, midtown)
+	r.busyMax, r.owed = busyPhase(cmd.Process.Pid, n, func(int) error { return pub.Publish("cell."+midtown+".1", body) })
 	pub.Flush()
 	r.delivered = waitFor(&received, r.owed)
 	return r, nil

@@ -6,7 +6,30 @@ import (
 	"testing"
 
 	"github.com/seed84792017/cellcast/bench/procs"
+	"github.com/seed84792017/cellcast/cluster"
+	"github.com/seed84792017/cellcast/dewey"
+	"github.com/seed84792017/cellcast/geo"
 )
+
+// The probes are grid cells over New York, one in each geo shard of the
+// default layout.
+func TestProbeCellsCoverTheGeoShards(t *testing.T) {
+	shards := map[string]bool{}
+	for _, c := range cells() {
+		id := dewey.MustParse(c)
+		bounds, err := geo.CellBounds(id)
+		if err != nil || len(id) != cluster.DefaultShardDepth {
+			t.Fatalf("%s: not a grid cell at the shard depth (%v)", c, err)
+		}
+		if lat, lng := bounds[0][0], bounds[0][1]; lat < 40 || lat > 45.5 || lng < -80.5 || lng > -71.5 {
+			t.Fatalf("%s: a corner at (%g, %g), not in New York", c, lat, lng)
+		}
+		shards[shardOf(id)] = true
+	}
+	if len(shards) != cluster.DefaultShardGroups || shards[cluster.Overflow] {
+		t.Fatalf("the probes reach %v", shards)
+	}
+}
 
 var kill9 = flag.Bool("kill9", false, "run three broker processes and kill -9 them (about a minute)")
 

@@ -12,6 +12,9 @@ import (
 	"github.com/seed84792017/cellcast/bench/loadgen"
 	"github.com/seed84792017/cellcast/bench/procs"
 	"github.com/seed84792017/cellcast/bench/workload"
+	"github.com/seed84792017/cellcast/cluster"
+	"github.com/seed84792017/cellcast/dewey"
+	"github.com/seed84792017/cellcast/subscriptions"
 )
 
 // underLoad runs the load generator against every node (its connections
@@ -24,8 +27,11 @@ import (
 // resume. Its longest gaps without a reply, per shard, are the failover
 // as the clients saw it.
 func underLoad(c *procs.Cluster, ops int, rate float64) error {
-	g, err := workload.New(workload.Config{Seed: 1, Ops: ops, Users: 2000, Rate: rate, Space: workload.Quad, Depth: 8,
-		MinLevel: 2, Past: 10 * time.Second, Future: time.Minute, Expires: time.Minute})
+	// S2 cells at or below the shard depth, as cmd/loadgen -shard-depth
+	// makes them: each operation is stamped in one shard, as the oracle
+	// needs.
+	g, err := workload.New(workload.Config{Seed: 1, Ops: ops, Users: 2000, Rate: rate, Space: workload.S2,
+		MinLevel: cluster.DefaultShardDepth - 1, Past: 10 * time.Second, Future: time.Minute, Expires: time.Minute})
 	if err != nil {
 		return err
 	}
@@ -48,7 +54,7 @@ func underLoad(c *procs.Cluster, ops int, rate float64) error {
 	defer kill.Stop()
 	start := time.Now()
 	rep, err := loadgen.Run(context.Background(), loadgen.Config{WSURLs: urls, Ops: all, Conns: 6, PubConns: 3,
-		Window: 16, ShardDepth: 2, Seed: 1})
+		Window: 16, Shard: shardOf, Seed: 1})
 	if err != nil {
 		return err
 	}
@@ -63,7 +69,7 @@ func underLoad(c *procs.Cluster, ops int, rate float64) error {
 	comp := rep.Completeness
 	var gaps []string
 	for _, gp := range rep.LongestGaps {
-		gaps = append(gaps, fmt.Sprintf("%s: %.1f s (ended %.1f s into the run)", gp.Cells, gp.Ms/1000, gp.EndS))
+		gaps = append(gaps, fmt.Sprintf("%s: %.1f s (ended %.1f s into the run)", gp.Shard, gp.Ms/1000, gp.EndS))
 	}
 	fmt.Printf("under load: killed %s (serving %.0f%% of the operations) %v into the run; %d subscribes and %d publishes acknowledged, errors %v; "+
 		"%d live notifications and %d past results owed, %d notifications of unanswered publications; longest gaps without a reply: %s\n",
@@ -80,14 +86,18 @@ func underLoad(c *procs.Cluster, ops int, rate float64) error {
 	return nil
 }
 
+// shardOf is the shard of the default layout (procs.StartCluster's) that a
+// cell's subscriptions live in.
+func shardOf(cell dewey.ID) string {
+	return cluster.Shards{}.Home([]subscriptions.Cell{{NS: subscriptions.NSCell, ID: cell}})
+}
+
 // busiest returns the node whose shards the most of ops fall in, and
 // that share, from each node's cellcast_cluster_shard_owned series.
 func busiest(c *procs.Cluster, ops []workload.Op) (int, float64, error) {
 	perShard := map[string]int{}
 	for _, op := range ops {
-		if len(op.Cell) >= 2 {
-			perShard[fmt.Sprintf("g%d%d", op.Cell[0], op.Cell[1])]++
-		}
+		perShard[shardOf(op.Cell)]++
 	}
 	owner := procs.ShardOwners(c.Nodes, slices.Collect(maps.Keys(perShard)))
 	best, most := 0, -1

@@ -6,7 +6,12 @@
 // Then it runs the load generator (bench/loadgen) against all three nodes
 // and kills one a third of the way through: the generator's oracle checks
 // that every acknowledged operation was answered for, and its longest
-// gaps without a reply are the failover as clients saw it.
+// gaps without a reply, per shard, are the failover as clients saw it.
+//
+// Probes and load are on the world grid over New York, at or below the
+// default shard depth (S2 level 9 and deeper): one probe cell in each of
+// the 16 geo shards (a publication is stored in g0 too), and the moving
+// users of bench/workload's s2 space at S2 levels 9 to 16.
 //
 // With -external-nats the brokers embed no NATS server: they share a
 // cluster of three nats-server processes (docs/cluster.md), and a kill
@@ -29,6 +34,7 @@ import (
 	"github.com/seed84792017/cellcast/bench/procs"
 	"github.com/seed84792017/cellcast/client"
 	"github.com/seed84792017/cellcast/cluster"
+	"github.com/seed84792017/cellcast/geo"
 )
 
 func main() {
@@ -46,16 +52,31 @@ func main() {
 	}
 }
 
-// cells holds one cell in each of the 16 geo shards of depth 2.
-func cells() []string {
+// cells holds one cell over New York in each geo shard of the default
+// layout (procs.StartCluster's): S2 cells at the shard depth, found on a
+// 0.1° lattice over the state, in the order the lattice meets them. A
+// publication on one is stored in its shard and in the overflow shard g0,
+// so the probes reach every geo shard.
+var cells = sync.OnceValue(func() []string {
 	var out []string
-	for a := 1; a <= 4; a++ {
-		for b := 1; b <= 4; b++ {
-			out = append(out, fmt.Sprintf("%d.%d.1", a, b))
+	seen := map[string]bool{}
+	for lat := 40.6; lat < 45; lat += 0.1 {
+		for lng := -79.7; lng < -71.9; lng += 0.1 {
+			id, err := geo.PointCell(lat, lng, cluster.DefaultShardDepth-1)
+			if err != nil {
+				panic(err) // the lattice is on the map
+			}
+			if s := shardOf(id); !seen[s] {
+				seen[s] = true
+				out = append(out, id.String())
+			}
 		}
 	}
+	if len(out) != cluster.DefaultShardGroups {
+		panic(fmt.Sprintf("New York's cells reach %d geo shards of %d", len(out), cluster.DefaultShardGroups))
+	}
 	return out
-}
+})
 
 // run measures; with external, on a cluster of natsBin servers.
 func run(bin string, rounds int, keep bool, loadOps int, loadRate float64, external bool, natsBin string) error {
@@ -92,7 +113,7 @@ func run(bin string, rounds int, keep bool, loadOps int, loadRate float64, exter
 		if _, err := serveAll(c, victim, quiet, time.Minute); err != nil {
 			return err
 		}
-		if err := procs.Settle(c.Nodes, len(cells())+cluster.TopicShards); err != nil {
+		if err := procs.Settle(c.Nodes, len(cluster.Shards{}.All())); err != nil {
 			return err
 		}
 		t0 := time.Now()
@@ -115,7 +136,7 @@ func run(bin string, rounds int, keep bool, loadOps int, loadRate float64, exter
 		if _, err := serveAll(c, -1, quiet, time.Minute); err != nil {
 			return err
 		}
-		if err := procs.Settle(c.Nodes, len(cells())+cluster.TopicShards); err != nil {
+		if err := procs.Settle(c.Nodes, len(cluster.Shards{}.All())); err != nil {
 			return err
 		}
 		time.Sleep(probeLife) // the load generator's oracle knows nothing of the probes
@@ -151,7 +172,7 @@ func serveAll(c *procs.Cluster, skip int, log *slog.Logger, limit time.Duration)
 	var mu sync.Mutex
 	var last served
 	var wg sync.WaitGroup
-	errs := make(chan error, 16)
+	errs := make(chan error, len(cells()))
 	for i, cell := range cells() {
 		node := c.Nodes[(skip+1+i%2)%3]
 		wg.Add(1)

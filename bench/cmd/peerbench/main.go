@@ -5,6 +5,12 @@
 //
 //	go run ./bench/cmd/peerbench                 # 10k users, 3:1, 16 in flight
 //	go run ./bench/cmd/peerbench -ratio 0.333    # publication-heavy
+//
+// The workload is bench/workload's s2 space, as cmd/loadgen's: S2 cells
+// over New York from -min-level (10, about 10 km) to -level (16, about
+// 150 m), which replace the quad tree's -depth. On NATS a cell is a
+// subject per level (bench/natspeer), so a subscription at level L listens
+// on L+2 subjects.
 package main
 
 import (
@@ -28,7 +34,8 @@ var (
 	users      = flag.Int("users", 10_000, "moving users")
 	ratio      = flag.Float64("ratio", 3, "subscriptions per publication")
 	nOps       = flag.Int("ops", 100_000, "operations")
-	depth      = flag.Int("depth", 8, "quad tree depth")
+	level      = flag.Int("level", workload.DefaultS2Level, "the finest S2 level, where moves are told and the deepest cells lie (16: about 150 m)")
+	minLevel   = flag.Int("min-level", workload.DefaultS2MinLevel, "the shallowest S2 level, level i drawn ∝ 1/2^(level−i) (10: about 10 km)")
 	window     = flag.Int("window", 16, "requests in flight per connection")
 	ahead      = flag.Int("ahead", -1, "operations handed out and unanswered across all connections, for every system (-1: window × connections; 0: no bound)")
 	conns      = flag.Int("conns", 16, "subscriber connections")
@@ -63,7 +70,11 @@ func run() error {
 	if *ahead < 0 {
 		*ahead = *window * (*conns + *pubConns)
 	}
-	g, err := workload.New(workload.Config{Seed: *seed, Ops: *nOps, Users: *users, SubsPerPub: *ratio, Space: workload.Quad, Depth: *depth})
+	if *level < 1 {
+		return fmt.Errorf("-level %d: use 1 to 30", *level)
+	}
+	g, err := workload.New(workload.Config{Seed: *seed, Ops: *nOps, Users: *users, SubsPerPub: *ratio, Space: workload.S2,
+		MinLevel: *minLevel, Level: *level})
 	if err != nil {
 		return err
 	}
@@ -103,8 +114,8 @@ func run() error {
 	if *ahead > 0 {
 		bound = fmt.Sprintf("at most %d unanswered in all", *ahead)
 	}
-	fmt.Printf("%d users, %d operations, %g subscriptions per publication, closed loop, %d in flight per connection, %d+%d connections, %s\n\n",
-		*users, len(ops), *ratio, *window, *conns, *pubConns, bound)
+	fmt.Printf("%d users, %d operations, %g subscriptions per publication, S2 levels %d to %d, closed loop, %d in flight per connection, %d+%d connections, %s\n\n",
+		*users, len(ops), *ratio, *minLevel, *level, *window, *conns, *pubConns, bound)
 	fmt.Println("| system | ops/s | notifications/s | vs NATS core (same round) | notifications + past results /s | p50 ms | p99 ms | complete | notes |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---|---|")
 	var base float64
