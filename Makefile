@@ -51,11 +51,10 @@ browser: tools
 	cd demo/browsertest && $(GO) vet ./... && $(TOOLS)/staticcheck ./... && $(GO) test -count=1 ./...
 
 # The demo page's bundle and map data, committed in demo/static so that the
-# broker needs no Node.js: pinned by demo/ui/package-lock.json, rebuilt
-# byte for byte. SHARED_DATA holds the us-atlas TopoJSON (../shared/data).
-SHARED_DATA ?= $(CURDIR)/../shared/data
+# broker needs no Node.js: pinned by demo/ui/package-lock.json (the
+# us-atlas and world-atlas outlines among them), rebuilt byte for byte.
 demo-ui:
-	cd demo/ui && npm ci --no-audit --no-fund && node data.mjs $(SHARED_DATA) && node build.mjs
+	cd demo/ui && npm ci --no-audit --no-fund && node data.mjs && node build.mjs
 
 # Frames per second with 1,000 users and 50 incidents/s, load time and heap
 # over a minute, in headless Chromium (docs/demo.md; about 2 minutes).

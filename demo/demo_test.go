@@ -11,7 +11,7 @@ import (
 // served with a policy that keeps the page on the broker's host.
 func TestServesThePage(t *testing.T) {
 	h := Handler()
-	for path, want := range map[string]string{"/": "<title>Cellcast", "/app.js": "cellcast-token", "/ny.json": "Suffolk", "/places.json": "Brooklyn"} {
+	for path, want := range map[string]string{"/": "<title>Cellcast", "/app.js": "cellcast-token", "/ny.json": "Suffolk", "/places.json": "Brooklyn", "/world.json": "MultiLineString"} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
 		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), want) {

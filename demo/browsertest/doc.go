@@ -1,8 +1,11 @@
 // Package browsertest drives the demo page (package demo) in headless
 // Chromium against a real broker: the page loads from the broker alone,
-// draws the map, connects, and shows an incident published from outside
-// to a viewer who then moves, once, until it expires. With -demo.perf it
-// measures frames per second, load time and heap (docs/demo.md).
+// draws the world, New York and the broker's own grid, connects, and lists
+// in "My alerts" exactly the incidents that meet the viewer's circle, with
+// their haversine distances, in New York and in Paris; a zone is drawn as
+// its polygon and a click on it says what, who and how long. With
+// -demo.perf it measures frames per second, load time and heap
+// (docs/demo.md).
 //
 // It is a module of its own so that the root module does not carry the
 // browser driver; `make browser` runs it, and .ci/run installs Chromium.

@@ -1,69 +1,73 @@
-// The incidents the page knows of (from its watch over the whole map) and
-// the viewer's own alerts: what "me" was told, past results first, then
-// live notifications, each with time, category, description and distance.
-import { distanceM, where } from "./geo.js";
-
-export class Incidents {
-  constructor() {
-    this.byPid = new Map();
-  }
-
-  // add records a publication once; false for a topic or a known pid.
-  add(pub) {
-    if (this.byPid.has(pub.pid)) return false;
-    const w = where(pub);
-    if (!w) return false;
-    const tp = Date.parse(pub.tp), expires = Date.parse(pub.expires_at);
-    this.byPid.set(pub.pid, { ...w, pid: pub.pid, category: pub.attrs?.category ?? "other", desc: pub.desc ?? "", tp, expires, lifetime: Math.max(1, expires - tp) });
-    return true;
-  }
-
-  // expire forgets what has expired.
-  expire(now) {
-    for (const [pid, inc] of this.byPid) if (inc.expires <= now) this.byPid.delete(pid);
-  }
-
-  get size() {
-    return this.byPid.size;
-  }
-
-  values() {
-    return this.byPid.values();
-  }
-}
+// "My alerts": what the broker told "me", past results first, then live
+// notifications, each with its time, category, description and how far
+// it is — the great-circle distance from where I am to its centre, and
+// "inside" or the distance to its edge. The broker already refined what
+// it sent to what meets my circle; the panel lists all of it.
+import { fmtM, placeOf, relation } from "./geo.js";
 
 export class AlertPanel {
   constructor(list) {
     this.list = list;
-    this.items = new Map(); // pid → {li, expires}
-    // Repeats the broker sent anyway: its self-join only looks at the
-    // user's earlier subscriptions in cells overlapping the new one, so a
-    // move to a neighbouring cell hears again what was published in a
-    // common ancestor (docs/demo.md). Counted, and not shown twice.
+    this.items = new Map(); // pid → {li, pub, place, expires}
+    // Repeats the broker sent anyway after a move (its self-join should
+    // leave them out: docs/demo.md). Counted, and not shown twice.
     this.repeats = 0;
   }
 
-  // show appends one alert; at is where the viewer stood.
+  // show appends one alert; at is where I stand.
   show(pub, at, live) {
     if (this.items.has(pub.pid)) {
       this.repeats++;
       return;
     }
-    const w = where(pub);
     const li = document.createElement("li");
     li.dataset.pid = pub.pid;
     li.className = live ? "live" : "past";
-    const d = w ? distanceM(at.lat, at.lng, w.lat, w.lng) : NaN;
-    const time = new Date(pub.tp).toLocaleTimeString([], { hour12: false });
-    const cat = pub.attrs?.category ?? "—";
     li.innerHTML = `<span class="t"></span> <b class="cat"></b> <span class="d"></span><div class="desc"></div>`;
-    li.querySelector(".t").textContent = time + (live ? "" : " (past)");
-    li.querySelector(".cat").textContent = cat;
-    li.querySelector(".d").textContent = Number.isNaN(d) ? "" : d < 1000 ? `${Math.round(d)} m` : `${(d / 1000).toFixed(1)} km`;
+    li.querySelector(".t").textContent = new Date(pub.tp).toLocaleTimeString([], { hour12: false }) + (live ? "" : " (past)");
+    li.querySelector(".cat").textContent = pub.attrs?.category ?? "—";
     li.querySelector(".desc").textContent = pub.desc ?? "";
+    const it = { li, pub, place: placeOf(pub), expires: Date.parse(pub.expires_at) };
+    this.items.set(pub.pid, it);
+    this.measure(it, at);
     this.list.append(li);
     this.list.scrollTop = this.list.scrollHeight;
-    this.items.set(pub.pid, { li, expires: Date.parse(pub.expires_at) });
+  }
+
+  // measure labels an alert with its distances from at, and returns them.
+  measure(it, at) {
+    const d = it.place && relation(at, it.place), el = it.li.querySelector(".d");
+    el.title = "great-circle distance from where I am";
+    if (!d) {
+      el.textContent = it.place ? `in cell ${it.place.cell}` : "";
+      return null;
+    }
+    const point = it.place.kind === "circle" && !it.place.radiusM;
+    el.textContent = point ? `${fmtM(d.centreM)} away` : d.inside ? `inside · ${fmtM(d.centreM)} from centre` : `${fmtM(d.edgeM)} to edge · ${fmtM(d.centreM)} to centre`;
+    Object.assign(it.li.dataset, { centreM: d.centreM, edgeM: d.edgeM, inside: d.inside });
+    return d;
+  }
+
+  // moved keeps, after "me" moved, the alerts whose place still meets my
+  // new circle — the new subscription's self-join will not send them
+  // again — measured from there, and drops the rest, which were about
+  // where I was.
+  moved(at, radiusM) {
+    for (const [pid, it] of this.items) {
+      const d = this.measure(it, at);
+      if (d && d.edgeM > radiusM) {
+        it.li.remove();
+        this.items.delete(pid);
+      }
+    }
+  }
+
+  // entries are the listed alerts, for the browser test.
+  entries() {
+    return [...this.items.values()].map(({ pub, li }) => {
+      const d = li.dataset;
+      return { pub, centreM: d.centreM ? +d.centreM : null, edgeM: d.edgeM ? +d.edgeM : null, inside: d.inside === "true", label: li.querySelector(".d").textContent };
+    });
   }
 
   // expire removes the alerts of incidents that have expired.

@@ -5,14 +5,19 @@ import "leaflet/dist/leaflet.css";
 import "uplot/dist/uPlot.min.css";
 import "./style.css";
 import { Cellcast, wsURL } from "./cellcast.js";
-import { inBox } from "./geo.js";
-import { DemoMap } from "./map.js";
+import { Cells } from "./cells.js";
+import { placeOf, regularPolygon } from "./geo.js";
+import { CITIES, DemoMap } from "./map.js";
 import { Simulation } from "./sim.js";
-import { AlertPanel, Incidents } from "./alerts.js";
+import { Incidents } from "./incidents.js";
+import { AlertPanel } from "./alerts.js";
+import { Me } from "./me.js";
 import { Charts } from "./charts.js";
 
 const $ = (s) => document.querySelector(s);
 const CATEGORIES = ["accident", "fire", "flood", "roadwork", "power outage", "gas leak"];
+const FACES = ["1", "2", "3", "4", "5", "6"]; // the grid's roots: together, the whole Earth
+const VERTICES = { circle: 0, square: 4, triangle: 3 }; // an incident's shape
 const tag = Math.random().toString(36).slice(2, 8);
 
 // connect opens the page's connection, asking for a token when the broker
@@ -33,8 +38,11 @@ async function connect() {
 }
 
 async function main() {
-  const [geo, places] = await Promise.all([fetch("ny.json").then((r) => r.json()), fetch("places.json").then((r) => r.json())]);
-  const dm = new DemoMap($("#map"), geo, places);
+  const json = (url) => fetch(url).then((r) => r.json());
+  const [world, ny, places] = await Promise.all([json("world.json"), json("ny.json"), json("places.json")]);
+  const cells = new Cells();
+  const dm = new DemoMap($("#map"), world, ny, places, cells);
+  const demo = (window.demo = { published: null }); // filled in below
   const { conn, token } = await connect();
   const open = !token; // open mode: requests name their uid
   const as = (uid) => (open ? { uid } : {});
@@ -44,38 +52,37 @@ async function main() {
     $("#status").textContent = "disconnected: reload the page";
   };
 
-  // Every incident on the map: one subscription over the root cell, with
-  // self-join so that renewing it repeats nothing.
-  const incidents = new Incidents();
+  // Every incident on Earth: one subscription on each face of the grid
+  // (the broker hands each one what lies in or reaches its face), with
+  // self-join so that renewing them repeats nothing.
+  const incidents = new Incidents(dm.map, cells);
   const watch = async () => {
-    const r = await conn.subscribe({ ...as("watch-" + tag), cell: "1", past: "30m", future: "10m", self_join: true }, (p) => incidents.add(p));
-    r.results.forEach((p) => incidents.add(p));
-    setTimeout(() => watch().then(() => conn.unsubscribe(r.sid)), 9.5 * 60_000);
+    const rs = await Promise.all(FACES.map((cell) => conn.subscribe({ ...as("watch-" + tag), cell, past: "30m", future: "10m", self_join: true }, (p) => incidents.add(p))));
+    rs.forEach((r) => r.results.forEach((p) => incidents.add(p)));
+    setTimeout(() => watch().then(() => rs.forEach((r) => conn.unsubscribe(r.sid))), 9.5 * 60_000);
   };
   await watch();
 
-  // Me: a subscription at a point with a radius and windows; moving
-  // re-subscribes with self-join, so no alert comes twice.
   const panel = new AlertPanel($("#alerts"));
-  const me = { sid: null, cell: null, moves: 0 };
+  const me = new Me(conn, as("me-" + tag), dm.map, cells, panel);
   const setMe = async (lat, lng) => {
-    if (!inBox(lat, lng)) return void ($("#me-msg").textContent = "outside the map: pick a point in New York State");
-    const radiusM = +$("#me-radius").value, past = $("#me-past").value, future = $("#me-future").value;
-    const body = { ...as("me-" + tag), lat, lng, radius_m: radiusM, past, future, self_join: true };
-    const at = { lat, lng };
-    const r = await conn.subscribe(body, (p) => panel.show(p, at, true));
-    r.results.forEach((p) => panel.show(p, at, false));
-    const old = me.sid;
-    Object.assign(me, { lat, lng, radiusM, sid: r.sid, cell: r.cell, moves: me.moves + 1, past: r.results.length });
-    if (old) conn.unsubscribe(old);
-    $("#me-msg").textContent = `subscribed in cell ${r.cell}: ${r.results.length} past result(s)`;
-    clearTimeout(me.renew);
-    me.renew = setTimeout(() => setMe(me.lat, me.lng), Math.max(5_000, Date.parse(r.expires_at) - Date.now() - 5_000));
+    const r = await me.at(lat, lng, { radiusM: +$("#me-radius").value, past: $("#me-past").value, future: $("#me-future").value });
+    const levels = me.cover.map((id) => id.split(".").length - 1);
+    $("#me-msg").textContent = `subscribed on ${me.cover.length} cell(s) of level ${Math.min(...levels)}–${Math.max(...levels)} (dashed): ${r.results.length} past result(s)`;
   };
 
-  const publishAt = (lat, lng, f = {}) =>
-    conn.publish({ ...as("web-" + tag), lat, lng, radius_m: f.radiusM ?? +$("#inc-radius").value, expires: (f.lifetime ?? +$("#inc-life").value) + "s",
-      desc: f.desc ?? ($("#inc-desc").value || $("#inc-cat").value), attrs: { category: f.category ?? $("#inc-cat").value } });
+  // An incident: a circle, or a square or triangle "zone" whose corners
+  // are the radius away from the click.
+  const publishAt = (lat, lng, f = {}) => {
+    const radiusM = f.radiusM ?? +$("#inc-radius").value, n = VERTICES[f.shape ?? $("#inc-shape").value];
+    const place = n ? { polygon: regularPolygon({ lat, lng }, radiusM, n) } : { lat, lng, radius_m: radiusM };
+    const category = f.category ?? $("#inc-cat").value;
+    return conn.publish({ ...as("web-" + tag), ...place, expires: (f.lifetime ?? +$("#inc-life").value) + "s", desc: f.desc ?? ($("#inc-desc").value || category), attrs: { category } });
+  };
+  const publishHere = async (lat, lng) => {
+    const r = (demo.published = await publishAt(lat, lng));
+    $("#inc-msg").textContent = `published on ${r.cover?.length ?? 1} cell(s); ${r.matched} subscription(s) told`;
+  };
 
   let mode = "me";
   for (const b of document.querySelectorAll("[data-mode]")) {
@@ -84,11 +91,17 @@ async function main() {
       document.querySelectorAll("[data-mode]").forEach((x) => x.classList.toggle("on", x === b));
     };
   }
-  dm.map.on("click", (e) => (mode === "me" ? setMe(e.latlng.lat, e.latlng.lng) : publishAt(e.latlng.lat, e.latlng.lng)).catch((err) => ($("#me-msg").textContent = err.message)));
+  dm.map.on("click", (e) => {
+    const { lat, lng } = e.latlng.wrap();
+    (mode === "me" ? setMe(lat, lng) : publishHere(lat, lng)).catch((err) => ($(mode === "me" ? "#me-msg" : "#inc-msg").textContent = err.message));
+  });
   $("#geo").onclick = () =>
     navigator.geolocation?.getCurrentPosition((p) => setMe(p.coords.latitude, p.coords.longitude), (e) => ($("#me-msg").textContent = e.message));
+  $("#goto").replaceChildren(...CITIES.map(([name]) => new Option(name)));
+  $("#goto").onchange = () => dm.goTo($("#goto").value);
 
-  // Moving users, and random incidents at population-weighted points.
+  // Moving users in New York, and random incidents at population-weighted
+  // points there, one in four a zone.
   const sim = new Simulation(places, wsURL(token), `sim-${tag}-`, open);
   const setUsers = (n) => {
     $("#users-n").textContent = n;
@@ -99,12 +112,14 @@ async function main() {
   let rate = 0, owed = 0;
   const setRate = (r) => ($("#rate-n").textContent = rate = r);
   $("#rate").oninput = () => setRate(+$("#rate").value);
+  setRate(+$("#rate").value); // start at what the slider shows
   const named = places.filter((p) => p[4] === 1);
   const nearest = (lat, lng) => named.reduce((b, p) => ((p[2] - lat) ** 2 + (p[3] - lng) ** 2 < (b[2] - lat) ** 2 + (b[3] - lng) ** 2 ? p : b))[0];
+  const pick = (xs) => xs[Math.floor(Math.random() * xs.length)];
   setInterval(() => {
     for (owed += rate / 10; owed >= 1; owed--) {
-      const [lat, lng] = sim.start(), category = CATEGORIES[Math.floor(Math.random() * CATEGORIES.length)];
-      publishAt(lat, lng, { category, desc: `${category} near ${nearest(lat, lng)}`, radiusM: [100, 250, 500, 1000, 2000][Math.floor(Math.random() * 5)], lifetime: 20 }).catch(() => {});
+      const [lat, lng] = sim.start(), category = pick(CATEGORIES), shape = Math.random() < 0.25 ? pick(["square", "triangle"]) : "circle";
+      publishAt(lat, lng, { category, shape, desc: `${category} near ${nearest(lat, lng)}`, radiusM: pick([100, 250, 500, 1000, 2000]), lifetime: 20 }).catch(() => {});
     }
   }, 100);
   setUsers(Math.round(10 ** +$("#users").value));
@@ -117,7 +132,9 @@ async function main() {
       const r = await conn.query({ attr: $("#q-attr").value, eq: $("#q-eq").value, k: +$("#q-k").value });
       out.replaceChildren(...r.results.map((p) => {
         const li = document.createElement("li");
-        li.textContent = `${new Date(p.tp).toLocaleTimeString([], { hour12: false })} ${p.attrs?.category ?? ""} · ${p.desc ?? ""} · ${p.uid}` + (p.lat !== undefined ? ` @ ${p.lat.toFixed(4)}, ${p.lng.toFixed(4)}` : ` @ cell ${p.cell}`);
+        const w = placeOf(p), at = w?.lat !== undefined ? `${w.lat.toFixed(4)}, ${w.lng.toFixed(4)}` : "";
+        const where = !w ? p.topic : w.kind === "polygon" ? `a zone around ${at}` : w.kind === "cell" ? `cell ${w.cell}` : at;
+        li.textContent = `${new Date(p.tp).toLocaleTimeString([], { hour12: false })} ${p.attrs?.category ?? ""} · ${p.desc ?? ""} · ${p.uid} @ ${where}`;
         return li;
       }));
       $("#q-count").textContent = `${r.count} found`;
@@ -134,20 +151,20 @@ async function main() {
     while (frames[0] < now - 1000) frames.shift();
     sim.tick(now);
     dm.drawStill();
-    dm.drawLive(now, incidents, sim.users, me);
+    dm.drawLive(now, sim.users);
     requestAnimationFrame(frame);
   };
   requestAnimationFrame(frame);
   setInterval(() => {
     const now = Date.now();
-    incidents.expire(now);
+    incidents.tick(now);
     panel.expire(now);
     charts.poll();
-    $("#status").textContent = `${sim.users.length} users · ${incidents.size} incidents · ${frames.length} fps · grid depth ${dm.gridDepth}`;
+    $("#status").textContent = `${sim.users.length} users · ${incidents.size} incidents · ${frames.length} fps · grid level ${dm.grid.level ?? "—"}`;
     $("#repeats").textContent = panel.repeats ? `${panel.repeats} repeat(s) from the broker not shown again` : "";
   }, 1000);
 
-  window.demo = { dm, map: dm.map, incidents, sim, me, panel, charts, setMe, publishAt, setUsers, setRate, fps: () => frames.length, conn, readyAt: performance.now() };
+  Object.assign(demo, { dm, map: dm.map, grid: dm.grid, cells, incidents, sim, me, panel, charts, setMe, publishAt, goTo: (name) => dm.goTo(name), setUsers, setRate, fps: () => frames.length, conn, readyAt: performance.now() });
   document.body.dataset.ready = "1";
 }
 

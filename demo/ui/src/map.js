@@ -1,41 +1,68 @@
-// The map: Leaflet with no tiles, New York's counties as GeoJSON, and two
-// canvases over it — one redrawn when the view moves (the quad-tree grid,
-// place names), one every frame (incidents, users, me). Canvases keep
-// 10,000 moving dots cheap where 10,000 Leaflet markers would not be.
+// The map: Leaflet with no tiles over a world base (land and country
+// borders from Natural Earth) and New York State's counties, and two
+// canvases in a pane of their own — one redrawn when the view moves (the
+// broker's grid, place names), one every frame (the moving users).
+// Canvases keep 10,000 moving dots cheap where 10,000 markers would not be.
 import L from "leaflet";
-import { BOX, cellBox, cellWidthM } from "./geo.js";
+import { Grid } from "./grid.js";
 
-export const COLORS = { accident: "#e4572e", fire: "#d7263d", flood: "#2e86ab", roadwork: "#f4a261", "power outage": "#6a4c93", "gas leak": "#8ab17d", other: "#555" };
-
-export function colorOf(category) {
-  return COLORS[category] ?? COLORS.other;
-}
+// Cities the "go to" list offers, also named on the map.
+export const CITIES = [
+  ["New York", 40.7128, -74.006],
+  ["Paris", 48.8566, 2.3522],
+  ["London", 51.5074, -0.1278],
+  ["Tokyo", 35.6812, 139.7671],
+  ["São Paulo", -23.5505, -46.6333],
+  ["Sydney", -33.8688, 151.2093],
+];
+const NYC = [[40.45, -74.35], [41.05, -73.6]]; // where most of the simulated people are
 
 export class DemoMap {
-  constructor(el, geo, places) {
-    this.places = places;
-    this.map = L.map(el, { zoomAnimation: false, fadeAnimation: false, markerZoomAnimation: false, minZoom: 6, maxZoom: 17, zoomSnap: 0.5,
-      maxBounds: [[BOX.minLat - 1, BOX.minLng - 2], [BOX.maxLat + 1, BOX.maxLng + 2]] });
+  constructor(el, world, ny, places, cells) {
+    this.map = L.map(el, { zoomAnimation: false, fadeAnimation: false, markerZoomAnimation: false, minZoom: 2, maxZoom: 18, zoomSnap: 0.5,
+      maxBounds: [[-85, -180], [85, 180]], maxBoundsViscosity: 1 });
     this.map.attributionControl.setPrefix(false);
-    this.map.attributionControl.addAttribution("Outlines: US Census Bureau via us-atlas · Places: GeoNames, geonames.org (CC BY 4.0)");
-    L.geoJSON(geo.counties, { style: { color: "#9aa5b1", weight: 1, fillColor: "#f4f1ea", fillOpacity: 1, className: "county" }, interactive: false }).addTo(this.map);
-    L.geoJSON(geo.state, { style: { color: "#52606d", weight: 2, fill: false, className: "state" }, interactive: false }).addTo(this.map);
-    this.map.fitBounds([[40.45, -74.35], [41.05, -73.6]]); // New York City first: where most people are
-    this.still = this.canvas(450);
-    this.live = this.canvas(460);
-    this.gridDepth = 1;
+    this.map.attributionControl.addAttribution("Land, borders: Natural Earth via world-atlas · New York: US Census Bureau via us-atlas · Places: GeoNames (CC BY 4.0)");
+    const base = this.pane("base", 250), svg = L.svg({ pane: "base" });
+    const layer = (geo, style) => L.geoJSON(geo, { pane: "base", renderer: svg, interactive: false, style }).addTo(this.map);
+    layer(world.land, { stroke: false, fillColor: "#e8ebe1", fillOpacity: 1, className: "land" });
+    layer(world.borders, { color: "#aab4bd", weight: 0.8, fill: false, className: "border" });
+    layer(ny.counties, { color: "#9aa5b1", weight: 1, fillColor: "#f4f1ea", fillOpacity: 1, className: "county" });
+    layer(ny.state, { color: "#52606d", weight: 2, fill: false, className: "state" });
+    base.style.pointerEvents = "none";
+    // Labels: the world's cities at any zoom, New York's places as the
+    // zoom makes room (most populous first).
+    this.labels = [...CITIES.map(([name, lat, lng]) => [name, Infinity, lat, lng]), ...places];
+    this.map.fitBounds(NYC);
+    const sim = this.pane("sim", 450);
+    this.still = this.canvas(sim);
+    this.live = this.canvas(sim);
     this.dirty = true;
     this.map.on("move zoom resize viewreset", () => (this.dirty = true));
+    this.grid = new Grid(this.map, cells, () => (this.dirty = true));
+    this.grid.refresh();
   }
 
-  canvas(z) {
-    const c = L.DomUtil.create("canvas", "overlay", this.map.getContainer());
-    c.style.zIndex = z;
-    return c;
+  pane(name, z) {
+    const p = this.map.createPane(name);
+    p.style.zIndex = z;
+    return p;
   }
 
-  // fit sizes a canvas to the map, in device pixels; false if unchanged.
+  goTo(name) {
+    const c = CITIES.find((x) => x[0] === name);
+    if (name === "New York") this.map.fitBounds(NYC);
+    else if (c) this.map.setView([c[1], c[2]], 12);
+  }
+
+  canvas(pane) {
+    return L.DomUtil.create("canvas", "overlay", pane);
+  }
+
+  // fit sizes a canvas to the map, in device pixels, and keeps it over
+  // the view (its pane moves with the map); false if the size is unchanged.
   fit(c) {
+    L.DomUtil.setPosition(c, this.map.containerPointToLayerPoint([0, 0]));
     const { x, y } = this.map.getSize(), r = devicePixelRatio;
     if (c.width === Math.round(x * r) && c.height === Math.round(y * r)) return false;
     c.width = Math.round(x * r), c.height = Math.round(y * r);
@@ -60,32 +87,13 @@ export class DemoMap {
     this.dirty = false;
     const g = this.ctx(this.still), { x: w, y: h } = this.map.getSize();
     g.clearRect(0, 0, w, h);
-    // The depth whose cells are about 50 px wide: the grid follows the zoom.
-    const a = this.px(BOX.minLat, BOX.minLng), b = this.px(BOX.maxLat, BOX.maxLng);
-    const d = Math.max(1, Math.min(16, 1 + Math.floor(Math.log2((b.x - a.x) / 50))));
-    this.gridDepth = d;
-    const view = this.map.getBounds();
-    for (const [depth, style, width] of [[d, "rgba(60,90,140,0.18)", 1], [d - 1, "rgba(60,90,140,0.38)", 1.5]]) {
-      if (depth < 1) continue;
-      const n = 2 ** (depth - 1), dLng = (BOX.maxLng - BOX.minLng) / n, dLat = (BOX.maxLat - BOX.minLat) / n;
-      g.strokeStyle = style, g.lineWidth = width;
-      g.beginPath();
-      const i0 = Math.max(0, Math.floor((view.getWest() - BOX.minLng) / dLng)), i1 = Math.min(n, Math.ceil((view.getEast() - BOX.minLng) / dLng));
-      for (let i = i0; i <= i1; i++) g.moveTo(this.px(0, BOX.minLng + i * dLng).x, a.y), g.lineTo(this.px(0, BOX.minLng + i * dLng).x, b.y);
-      const j0 = Math.max(0, Math.floor((view.getSouth() - BOX.minLat) / dLat)), j1 = Math.min(n, Math.ceil((view.getNorth() - BOX.minLat) / dLat));
-      for (let j = j0; j <= j1; j++) {
-        const y = this.px(BOX.minLat + j * dLat, 0).y;
-        g.moveTo(a.x, y), g.lineTo(b.x, y);
-      }
-      g.stroke();
-    }
-    // Place names: the most populous first, and only as many as the zoom
-    // has room for.
-    const z = this.map.getZoom(), minPop = z < 7 ? 150_000 : z < 8 ? 40_000 : z < 9 ? 15_000 : z < 10 ? 5_000 : z < 11 ? 1_500 : 0;
+    this.grid.draw(g);
+    const view = this.map.getBounds(), z = this.map.getZoom();
+    const minPop = z < 5 ? Infinity : z < 7 ? 150_000 : z < 8 ? 40_000 : z < 9 ? 15_000 : z < 10 ? 5_000 : z < 11 ? 1_500 : 0;
     g.font = "11px system-ui, sans-serif";
     g.textAlign = "center";
     const taken = [];
-    for (const [name, pop, lat, lng] of this.places) {
+    for (const [name, pop, lat, lng] of this.labels) {
       if (pop < minPop) break;
       if (!view.contains([lat, lng])) continue;
       const p = this.px(lat, lng), tw = g.measureText(name).width / 2 + 4;
@@ -98,36 +106,19 @@ export class DemoMap {
       g.fillText(name, p.x, p.y - 5);
     }
     g.textAlign = "left";
-    g.fillStyle = "#234";
     g.font = "12px system-ui, sans-serif";
-    const lat = this.map.getCenter().lat, m = cellWidthM(d, lat);
-    g.fillText(`grid: quad-tree cells of depth ${d} (~${m >= 1000 ? (m / 1000).toFixed(1) + " km" : Math.round(m) + " m"} across), depth ${d - 1} bolder`, 8, h - 8);
+    g.fillStyle = "rgba(255,255,255,0.85)"; // legible over place names
+    g.fillRect(4, h - 22, g.measureText(this.grid.note).width + 8, 18);
+    g.fillStyle = "#234";
+    g.fillText(this.grid.note, 8, h - 8);
   }
 
-  // drawLive draws incidents, users and me for this frame.
-  drawLive(now, incidents, users, me) {
+  // drawLive draws the moving users for this frame; a user the broker
+  // just notified flashes orange.
+  drawLive(now, users) {
     this.fit(this.live);
     const g = this.ctx(this.live), { x: w, y: h } = this.map.getSize();
     g.clearRect(0, 0, w, h);
-    const wall = Date.now();
-    const mPerPx = this.mPerPx();
-    for (const inc of incidents.values()) {
-      const left = (inc.expires - wall) / inc.lifetime;
-      if (left <= 0) continue;
-      g.globalAlpha = 0.15 + 0.6 * left;
-      g.fillStyle = g.strokeStyle = colorOf(inc.category);
-      if (inc.box) {
-        const p = this.px(inc.box.maxLat, inc.box.minLng), q = this.px(inc.box.minLat, inc.box.maxLng);
-        g.fillRect(p.x, p.y, q.x - p.x, q.y - p.y);
-      } else {
-        const p = this.px(inc.lat, inc.lng);
-        if (p.x < -500 || p.y < -500 || p.x > w + 500 || p.y > h + 500) continue;
-        g.beginPath();
-        g.arc(p.x, p.y, Math.max(4, inc.radiusM / mPerPx), 0, 2 * Math.PI);
-        g.fill();
-      }
-    }
-    g.globalAlpha = 1;
     for (const u of users) {
       const p = this.px(u.lat, u.lng);
       if (p.x < 0 || p.y < 0 || p.x > w || p.y > h) continue;
@@ -139,30 +130,5 @@ export class DemoMap {
         g.fillRect(p.x - 1.5, p.y - 1.5, 3, 3);
       }
     }
-    if (me.lat !== undefined) {
-      const box = me.cell && cellBox(me.cell);
-      if (box) {
-        const p = this.px(box.maxLat, box.minLng), q = this.px(box.minLat, box.maxLng);
-        g.strokeStyle = "#111", g.lineWidth = 2, g.setLineDash([6, 4]);
-        g.strokeRect(p.x, p.y, q.x - p.x, q.y - p.y);
-        g.setLineDash([]);
-        g.fillStyle = "#111", g.font = "12px system-ui, sans-serif";
-        g.fillText(`my cell ${me.cell}`, p.x + 4, p.y + 14);
-      }
-      const c = this.px(me.lat, me.lng);
-      g.beginPath();
-      g.arc(c.x, c.y, me.radiusM / mPerPx, 0, 2 * Math.PI);
-      g.strokeStyle = "#111", g.lineWidth = 1.5, g.stroke();
-      g.beginPath();
-      g.arc(c.x, c.y, 7, 0, 2 * Math.PI);
-      g.fillStyle = "#10b981", g.fill();
-      g.strokeStyle = "#fff", g.lineWidth = 2, g.stroke();
-    }
-  }
-
-  // mPerPx is the ground size of a pixel at the view's centre.
-  mPerPx() {
-    const c = this.map.getCenter(), p = this.px(c.lat, c.lng);
-    return this.map.distance(c, this.map.containerPointToLatLng([p.x + 100, p.y])) / 100;
   }
 }
