@@ -151,8 +151,21 @@ func (id ID) IsAncestorOrSelf(o ID) bool {
 }
 
 // Overlaps reports whether one id is an ancestor-or-self of the other: the
-// cells share area (or the topics share subject).
-func Overlaps(a, b ID) bool { return a.IsAncestorOrSelf(b) || b.IsAncestorOrSelf(a) }
+// cells share area (or the topics share subject). It compares from the
+// last shared component back: the cells of one place share long prefixes
+// and differ near their ends.
+func Overlaps(a, b ID) bool {
+	n := min(len(a), len(b))
+	if n == 0 {
+		return false
+	}
+	for i := n - 1; i >= 0; i-- {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
 
 // NextSibling returns the id with its last component plus one; ok is false
 // when that component is already the largest.
@@ -219,7 +232,30 @@ func Decode(b []byte) (ID, error) {
 // DecodePrefix reads an encoded id from the front of b and returns the rest,
 // which starts at the first byte that cannot begin a component (a flag).
 func DecodePrefix(b []byte) (ID, []byte, error) {
-	var id ID
+	return decodeOnto(make(ID, 0, min(len(b), MaxDepth)), b)
+}
+
+// DecodeOnto reads an encoded id, which must fill b, into the free
+// capacity of arena, and returns it and arena with it: the cells of a
+// record share one allocation. Without room for len(b) components (each
+// takes a byte at least) it allocates as Decode does.
+func DecodeOnto(arena []uint32, b []byte) (ID, []uint32, error) {
+	if cap(arena)-len(arena) < len(b) {
+		id, err := Decode(b)
+		return id, arena, err
+	}
+	id, rest, err := decodeOnto(arena[len(arena):len(arena)], b)
+	switch {
+	case err != nil:
+		return nil, arena, err
+	case len(rest) > 0:
+		return nil, arena, fmt.Errorf("%w: %d trailing bytes", ErrMalformed, len(rest))
+	}
+	return id[:len(id):len(id)], arena[:len(arena)+len(id)], nil
+}
+
+// decodeOnto is DecodePrefix appending onto id (empty, with capacity).
+func decodeOnto(id ID, b []byte) (ID, []byte, error) {
 	for len(b) > 0 && b[0] > smallBase && b[0] < PastAll {
 		if len(id) == MaxDepth {
 			return nil, nil, ErrTooDeep

@@ -114,7 +114,7 @@ func (st *Store) Replay(ctx context.Context, sid string, after int64) (*subscrip
 		return nil, err
 	}
 	res := &subscriptions.ReplayResult{Sub: s, Now: now}
-	sc := st.newScanState()
+	sc := st.newScanState(s.Cells())
 	bound := max(s.Tmin, s.Ts, after, st.oldest(Pubs, now))
 	visit := func(l List, key []byte, r *Rec) error {
 		if sc.skip(r, now) || r.Kind != KindPublication || r.T <= after {

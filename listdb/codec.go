@@ -190,6 +190,9 @@ type reader struct {
 	// whole, when set, is the record's payload as one string, of which
 	// string() returns slices: one allocation for a record's strings.
 	whole string
+	// ids, while a cover is read, holds its cells' components: one
+	// allocation for all of them.
+	ids []uint32
 }
 
 // readerOf reads payload, its strings slices of one copy of it.
@@ -266,7 +269,9 @@ func (r *reader) cell() subscriptions.Cell {
 	if r.err != nil {
 		return subscriptions.Cell{}
 	}
-	id, err := dewey.Decode(enc)
+	var id dewey.ID
+	var err error
+	id, r.ids, err = dewey.DecodeOnto(r.ids, enc)
 	if err != nil {
 		r.err = fmt.Errorf("%w: cell: %w", ErrCorrupt, err)
 	}
@@ -413,9 +418,13 @@ func (r *reader) cover(first subscriptions.Cell) *subscriptions.Cover {
 	}
 	cs := make([]subscriptions.Cell, 1, n+1)
 	cs[0] = first
+	// Each component takes a byte at least: what is left of the payload
+	// is room enough.
+	r.ids = make([]uint32, 0, len(r.p))
 	for i := uint64(0); i < n && r.err == nil; i++ {
 		cs = append(cs, r.cell())
 	}
+	r.ids = nil
 	return &subscriptions.Cover{Cells: cs}
 }
 

@@ -18,10 +18,11 @@ import (
 // report. own are the operation's cells; ownPub says whether the
 // operation is the publication (of a publication pair, the operation's).
 // Under fixed granularity records lie at leaves, not at their cells, and
-// the scan's seen set takes each record once per operation instead.
+// an operation on a cover reads several cells: the scan's seen set takes
+// each record once per operation instead.
 func (st *Store) reports(ownPub bool, own []subscriptions.Cell, via subscriptions.Cell, other []subscriptions.Cell, key []byte) bool {
-	if st.cfg.Granularity == Fixed {
-		return true
+	if st.cfg.Granularity == Fixed || len(own) > 1 {
+		return true // the scan takes each record once (newScanState)
 	}
 	at, ok := cellUnder(other, key)
 	if !ok {

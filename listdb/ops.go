@@ -23,7 +23,7 @@ func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequ
 	}
 	defer st.cfg.inflight.end(now)
 	res := &subscriptions.SubscribeResult{Sub: s, Stored: stored, Past: make([]subscriptions.Publication, 0, st.pastHint.Load())}
-	sc := st.newScanState()
+	sc := st.newScanState(s.Cells())
 	var prior []*subscriptions.Subscription
 	pubBound := max(s.Tmin, st.oldest(Pubs, now))
 	visit := func(l List, key []byte, r *Rec) error {
@@ -95,7 +95,7 @@ func (st *Store) Publish(ctx context.Context, req *subscriptions.PublishRequest)
 	}
 	defer st.cfg.inflight.end(now)
 	res := &subscriptions.PublishResult{Pub: p, Stored: stored}
-	sc := st.newScanState()
+	sc := st.newScanState(p.Cells())
 	visit := func(l List, key []byte, r *Rec) error {
 		if sc.skip(r, now) {
 			return nil

@@ -156,9 +156,14 @@ type scanState struct {
 	via             subscriptions.Cell
 }
 
-func (st *Store) newScanState() *scanState {
+// newScanState starts the scan of an operation on cells. Under fixed
+// granularity, or for a cover, the scan takes each record once, the first
+// time it meets it, by its stamp (which names one record of a store): a
+// record on a cover lies under several keys, and decoding it again at
+// each, to find its canonical pair, was most of the cost of a cover.
+func (st *Store) newScanState(cells []subscriptions.Cell) *scanState {
 	sc := &scanState{}
-	if st.cfg.Granularity == Fixed {
+	if st.cfg.Granularity == Fixed || len(cells) > 1 {
 		sc.seen = map[int64]bool{}
 	}
 	return sc

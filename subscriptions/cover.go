@@ -72,6 +72,23 @@ func overlapsAny(a Cell, ac *Cover, b Cell, bc *Cover) bool {
 }
 
 func cellsOverlap(ac, bc []Cell) bool {
+	if isSorted(ac) && isSorted(bc) {
+		// In Dewey order a cell's subtree follows it at once: a cell that
+		// is not an ancestor of the next cell of the other list is not one
+		// of any later cell either, so a merge finds every overlap.
+		i, j := 0, 0
+		for i < len(ac) && j < len(bc) {
+			if ac[i].Overlaps(bc[j]) {
+				return true
+			}
+			if ac[i].Compare(bc[j]) < 0 {
+				i++
+			} else {
+				j++
+			}
+		}
+		return false
+	}
 	for _, x := range ac {
 		for _, y := range bc {
 			if x.Overlaps(y) {
@@ -80,6 +97,15 @@ func cellsOverlap(ac, bc []Cell) bool {
 		}
 	}
 	return false
+}
+
+func isSorted(cs []Cell) bool {
+	for i := 1; i < len(cs); i++ {
+		if cs[i-1].Compare(cs[i]) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Canonical reports whether the pair of cells (via a of the first record,
@@ -92,24 +118,30 @@ func Canonical(ac, bc []Cell, a, b Cell) bool {
 	if len(ac) <= 1 && len(bc) <= 1 {
 		return true
 	}
-	found := false
-	var bx, by Cell
+	// (a, b) is the smallest overlapping pair when a and b overlap, no
+	// smaller first cell overlaps any second one, and no second cell
+	// smaller than b overlaps a.
+	if !a.Overlaps(b) {
+		return false
+	}
 	for _, x := range ac {
+		if x.Compare(a) >= 0 {
+			continue
+		}
 		for _, y := range bc {
-			if x.Overlaps(y) && (!found || pairLess(x, y, bx, by)) {
-				found, bx, by = true, x, y
+			if x.Overlaps(y) {
+				return false
 			}
 		}
 	}
-	return found && bx.Compare(a) == 0 && by.Compare(b) == 0
+	for _, y := range bc {
+		if y.Compare(b) < 0 && a.Overlaps(y) {
+			return false
+		}
+	}
+	return true
 }
 
-func pairLess(x, y, bx, by Cell) bool {
-	if c := x.Compare(bx); c != 0 {
-		return c < 0
-	}
-	return y.Compare(by) < 0
-}
 
 // checkCover validates an operation's cells: cell alone when cover is
 // empty, otherwise the cover's cells (order and repeats do not matter),

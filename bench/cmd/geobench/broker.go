@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/seed84792017/cellcast/bench/procs"
 )
@@ -40,7 +42,7 @@ func startBroker(s setup) (*brokerProc, error) {
 	}
 	args := []string{"--data", filepath.Join(dir, "data"), "--http", httpAddr, "--nats-listen", natsAddr,
 		"--cover", strconv.Itoa(s.cover), "--max-subscriptions", strconv.Itoa(*nSubs + 1000), "--rate", "1e9", "--burst", "1000000000",
-		"--log-level", "warn"}
+		"--log-level", "warn", "--pprof"}
 	if s.cellsOnly {
 		args = append(args, "--bench-cells-only")
 	}
@@ -60,4 +62,21 @@ func startBroker(s setup) (*brokerProc, error) {
 func (b *brokerProc) stop() {
 	procs.Stop(b.cmd)
 	os.RemoveAll(b.dir)
+}
+
+// profile saves a CPU profile of the broker over d.
+func (b *brokerProc) profile(path string, d time.Duration) {
+	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", b.addr, max(int(d.Seconds()), 1)))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "profile:", err)
+		return
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "profile:", err)
+		return
+	}
+	defer f.Close()
+	f.ReadFrom(resp.Body)
 }

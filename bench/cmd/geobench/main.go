@@ -24,6 +24,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -49,6 +50,7 @@ var (
 	cellsOnly = flag.Bool("cells-only", true, "add the run matching by cells alone")
 	brokerBin = flag.String("broker", "", "broker binary (default: build ./cmd/broker)")
 	seed      = flag.Int64("seed", 1, "workload seed")
+	profile   = flag.String("profile", "", "write a CPU profile of each run's broker here, the cover size and mode appended to the name")
 )
 
 func main() {
@@ -82,8 +84,8 @@ func run() error {
 		return err
 	}
 	fmt.Printf("%d subscriber circles (200-3000 m), incidents 50-2000 m, New York City, %d closed-loop publishers, %v a run\n\n", *nSubs, *workers, *duration)
-	fmt.Println("| matching | cover | publications/s | notifications/s | broker CPU µs / notification | precision | recall | cells / record | bytes / record (sub, pub) |")
-	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Println("| matching | cover | publications/s | notifications/s | broker CPU µs / notification | precision | recall | cells / record | bytes / record (sub, pub) | refused, retried |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, s := range runs {
 		r, err := measure(w, s)
 		if err != nil {
@@ -93,8 +95,8 @@ func run() error {
 		if s.cellsOnly {
 			mode = "cells only"
 		}
-		fmt.Printf("| %s | %d | %.0f | %.0f | %.2f | %.2f%% | %.2f%% | %.2f | %.0f, %.0f |\n", mode, s.cover, r.pubRate, r.noteRate, r.cpuPerNote*1e6,
-			100*r.precision, 100*r.recall, r.cells, r.subBytes, r.pubBytes)
+		fmt.Printf("| %s | %d | %.0f | %.0f | %.2f | %.2f%% | %.2f%% | %.2f | %.0f, %.0f | %d |\n", mode, s.cover, r.pubRate, r.noteRate, r.cpuPerNote*1e6,
+			100*r.precision, 100*r.recall, r.cells, r.subBytes, r.pubBytes, r.refused)
 	}
 	sizes := w.recordSizes(8)
 	fmt.Printf("\nbytes of a stored record: before (one quad-tree cell of depth 12; a publication's point) sub %.0f, pub %.0f; now (a cover of up to 8 cells and the circle) sub %.0f, pub %.0f, stored at %.2f cells each\n",
@@ -106,6 +108,7 @@ type result struct {
 	pubRate, noteRate, cpuPerNote float64
 	precision, recall             float64
 	cells, subBytes, pubBytes     float64
+	refused                       int64
 }
 
 // delivered is a notification: its subscription and publication.
@@ -158,10 +161,13 @@ func measure(w *workload, s setup) (result, error) {
 	}
 	var next atomic.Int64
 	pubOf := sync.Map{} // pid -> incident
-	var pubCells atomic.Int64
+	var pubCells, refused atomic.Int64
 	cpu0, err := procs.CPUSeconds(b.cmd.Process.Pid)
 	if err != nil {
 		return result{}, err
+	}
+	if *profile != "" {
+		go b.profile(fmt.Sprintf("%s.%d.%v", *profile, s.cover, s.cellsOnly), *duration*3/4)
 	}
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -175,6 +181,12 @@ func measure(w *workload, s setup) (result, error) {
 				i := int(next.Add(1) - 1)
 				in := w.incident(i)
 				p, err := c.Publish(ctx, client.PublishRequest{UID: "p", Location: client.Circle(in.lat, in.lng, in.r), Expires: time.Hour})
+				var oe *client.Error
+				for errors.As(err, &oe) && oe.Code == "overloaded" { // back-pressure: wait as told
+					refused.Add(1)
+					time.Sleep(max(oe.RetryAfter, 10*time.Millisecond))
+					p, err = c.Publish(ctx, client.PublishRequest{UID: "p", Location: client.Circle(in.lat, in.lng, in.r), Expires: time.Hour})
+				}
 				if err != nil {
 					failed.Store(err)
 					return
@@ -222,6 +234,6 @@ func measure(w *workload, s setup) (result, error) {
 		pubRate: float64(pubs) / elapsed.Seconds(), noteRate: float64(len(got)) / elapsed.Seconds(),
 		cpuPerNote: (cpu1 - cpu0) / float64(max(len(got), 1)), precision: precision, recall: recall,
 		cells:    (float64(subCells)/float64(len(w.subs)) + float64(pubCells.Load())/float64(max(pubs, 1))) / 2,
-		subBytes: sizes.sub, pubBytes: sizes.pub,
+		subBytes: sizes.sub, pubBytes: sizes.pub, refused: refused.Load(),
 	}, nil
 }
