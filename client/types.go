@@ -49,7 +49,7 @@ func Polygon(geojson []byte) Location {
 }
 
 // Cover puts a circle or a polygon on at most k cells that cover it (1 to
-// 16) instead of the broker's default number (8): fewer cells cost less
+// 16) instead of the broker's default number (4): fewer cells cost less
 // to store, more fit the shape closer and so bring fewer candidates that
 // its geometry then turns away. Either way the subscription or
 // publication stays one, with one id, and each matching pair is reported

@@ -36,9 +36,10 @@ type Grid struct {
 	Cover, MaxCover int
 }
 
-// DefaultCover is how many cells cover a circle or a polygon by default
-// (docs/protocol.md says what it costs).
-const DefaultCover = 8
+// DefaultCover is how many cells cover a circle or a polygon by default:
+// the fastest of 1, 2, 4, 8 and 16 over New York with 2,000 and 10,000
+// circles (docs/broker-benchmarks.md, Geometry).
+const DefaultCover = 4
 
 // WithDefaults fills unset fields and checks the rest.
 func (g Grid) WithDefaults() (Grid, error) {

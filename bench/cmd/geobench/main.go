@@ -46,7 +46,7 @@ var (
 	pubConns  = flag.Int("pubconns", 4, "publisher WebSocket connections")
 	workers   = flag.Int("workers", 16, "closed-loop publishers")
 	duration  = flag.Duration("duration", 20*time.Second, "publishing phase of each run")
-	covers    = flag.String("covers", "8", "comma-separated cover sizes, one run each; a cells-only run follows at the first")
+	covers    = flag.String("covers", "4", "comma-separated cover sizes, one run each; a cells-only run follows at the first")
 	cellsOnly = flag.Bool("cells-only", true, "add the run matching by cells alone")
 	brokerBin = flag.String("broker", "", "broker binary (default: build ./cmd/broker)")
 	seed      = flag.Int64("seed", 1, "workload seed")
@@ -98,9 +98,9 @@ func run() error {
 		fmt.Printf("| %s | %d | %.0f | %.0f | %.2f | %.2f%% | %.2f%% | %.2f | %.0f, %.0f | %d |\n", mode, s.cover, r.pubRate, r.noteRate, r.cpuPerNote*1e6,
 			100*r.precision, 100*r.recall, r.cells, r.subBytes, r.pubBytes, r.refused)
 	}
-	sizes := w.recordSizes(8)
-	fmt.Printf("\nbytes of a stored record: before (one quad-tree cell of depth 12; a publication's point) sub %.0f, pub %.0f; now (a cover of up to 8 cells and the circle) sub %.0f, pub %.0f, stored at %.2f cells each\n",
-		sizes.oldSub, sizes.oldPub, sizes.sub, sizes.pub, sizes.cells)
+	sizes := w.recordSizes(runs[0].cover)
+	fmt.Printf("\nbytes of a stored record: before (one quad-tree cell of depth 12; a publication's point) sub %.0f, pub %.0f; now (a cover of up to %d cells and the circle) sub %.0f, pub %.0f, stored at %.2f cells each\n",
+		sizes.oldSub, sizes.oldPub, runs[0].cover, sizes.sub, sizes.pub, sizes.cells)
 	return nil
 }
 
