@@ -16,7 +16,7 @@
 // runs the moving-user workload of the broker's other benchmarks
 // (bench/workload's s2 space) through bench/loadgen, its cells at S2
 // levels -min-level to -level, at or below the cluster's shard depth
-// (S2 level 9 by default) so that each operation is stamped in one shard,
+// (S2 level 10 by default) so that each operation is stamped in one shard,
 // as the load generator's oracle needs, and the layout spreads the city
 // over the geo shards. -to-owner sends each of its operations to the node
 // owning its cell's shard, as a client that knew the owners would.
