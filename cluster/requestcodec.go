@@ -255,12 +255,3 @@ func (w *wireReader) attrs() map[string]string {
 	return m
 }
 
-func (w *wireReader) float() float64 {
-	if len(w.b) < 8 {
-		w.bad, w.b = true, nil
-		return 0
-	}
-	f := math.Float64frombits(binary.LittleEndian.Uint64(w.b))
-	w.b = w.b[8:]
-	return f
-}

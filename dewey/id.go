@@ -244,7 +244,7 @@ func DecodeOnto(arena []uint32, b []byte) (ID, []uint32, error) {
 		id, err := Decode(b)
 		return id, arena, err
 	}
-	id, rest, err := decodeOnto(arena[len(arena):len(arena)], b)
+	id, rest, err := decodeOnto(arena[len(arena):], b)
 	switch {
 	case err != nil:
 		return nil, arena, err

@@ -3,9 +3,12 @@
 // a bounded send queue; or the same frames in CBOR, cbor.go) and over NATS (request subjects, publications on
 // cellcast.pub.<cell>, notifications on cellcast.notify.<uid>) and HTTP
 // (POST /api/<op>). All transports share the request decoding, the
-// location forms (Dewey cell, lat/lng, topic), the limits, the auth checks
-// and the metrics, and hand operations to the core service (package
-// service), which owns the store, the delivery hub and the catalog. The
+// location forms (a Dewey cell, a point, a circle or a GeoJSON polygon on
+// the world grid with its cover, a topic: locate.go), queries by place
+// (query.go), the limits, the auth checks and the metrics, and hand
+// operations to the core service (package service), which owns the
+// store, the delivery hub and the catalog. GET /cells serves the grid's
+// outlines for maps (cells.go). The
 // gateway never reaches storage itself. Replies over the reply budget
 // come in pages, pushed or pulled with a cursor (paging.go, cursors.go).
 // A WebSocket connection serves up to 32 requests at once, stamped and

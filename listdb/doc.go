@@ -6,8 +6,12 @@
 // architectures share. dualdb and twodb only decide where lists live (the
 // Backend): both lists of a cell side by side in one DB, or one DB each.
 //
-// A record on a cover of several cells is written under each of them and
-// reports a match only through the canonical pair of cells (cover.go).
+// A record on a cover of several cells is written under each of them. An
+// operation on one cell reports a match with it only through the
+// canonical pair of cells (cover.go); an operation on a cover takes each
+// record it meets once, the first time, by its stamp, and reads each
+// ancestor its cells share once (scan.go). Matching refines by the
+// records' shapes (subscriptions.Match), unless Config.CellsOnly.
 //
 // Reads follow the thesis's Algorithm 1: a key's fragments are visited
 // newest component first and the visit stops once a fragment is older than
