@@ -254,4 +254,3 @@ func (w *wireReader) attrs() map[string]string {
 	}
 	return m
 }
-

@@ -142,7 +142,6 @@ func Canonical(ac, bc []Cell, a, b Cell) bool {
 	return true
 }
 
-
 // checkCover validates an operation's cells: cell alone when cover is
 // empty, otherwise the cover's cells (order and repeats do not matter),
 // which it returns sorted, with the first as the record's cell; a cover
