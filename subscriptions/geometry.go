@@ -44,32 +44,29 @@ func reachesCell(s *geo.Shape, cells []Cell) bool {
 	return false
 }
 
-// meets is Meets for a publication and a subscription, without building
-// a one-cell record's cell list (a scan asks it of every candidate).
+// meets is Meets for a publication and a subscription.
 func meets(p *Publication, s *Subscription) bool {
-	switch {
-	case p.Shape == nil && s.Shape == nil:
-		return true
-	case p.Shape != nil && s.Shape != nil:
-		return p.Shape.Intersects(s.Shape)
-	case p.Shape != nil:
-		return reachesCellOf(p.Shape, s.Cell, s.Cover)
-	}
-	return reachesCellOf(s.Shape, p.Cell, p.Cover)
+	return placesMeet(p.Shape, p.Cell, p.Cover, s.Shape, s.Cell, s.Cover)
 }
 
 // PubsMeet is Meets for two publications: a self-join publish reports
 // the recent publications whose places meet its own.
 func PubsMeet(p, q *Publication) bool {
+	return placesMeet(p.Shape, p.Cell, p.Cover, q.Shape, q.Cell, q.Cover)
+}
+
+// placesMeet is Meets for two records' shapes and cells, without building
+// a one-cell record's cell list (a scan asks it of every candidate).
+func placesMeet(a *geo.Shape, ac Cell, acv *Cover, b *geo.Shape, bc Cell, bcv *Cover) bool {
 	switch {
-	case p.Shape == nil && q.Shape == nil:
+	case a == nil && b == nil:
 		return true
-	case p.Shape != nil && q.Shape != nil:
-		return p.Shape.Intersects(q.Shape)
-	case p.Shape != nil:
-		return reachesCellOf(p.Shape, q.Cell, q.Cover)
+	case a != nil && b != nil:
+		return a.Intersects(b)
+	case a != nil:
+		return reachesCellOf(a, bc, bcv)
 	}
-	return reachesCellOf(q.Shape, p.Cell, p.Cover)
+	return reachesCellOf(b, ac, acv)
 }
 
 func reachesCellOf(s *geo.Shape, cell Cell, cover *Cover) bool {

@@ -6,8 +6,6 @@ import (
 	"math"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -18,61 +16,26 @@ import (
 
 // brokerProc is the broker under test.
 type brokerProc struct {
-	cmd  *exec.Cmd
+	*procs.Single
 	addr string
-	dir  string
 }
 
 func startBroker() (*brokerProc, error) {
-	dir, err := os.MkdirTemp("", "brokerbench-")
-	if err != nil {
-		return nil, err
-	}
-	bin, err := procs.Broker(*brokerBin, dir)
-	if err != nil {
-		return nil, err
-	}
-	httpAddr, err := procs.FreeAddr()
-	if err != nil {
-		return nil, err
-	}
-	natsAddr, err := procs.FreeAddr()
-	if err != nil {
-		return nil, err
-	}
-	logf, err := os.Create(filepath.Join(dir, "broker.log"))
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, "--data", filepath.Join(dir, "data"), "--http", httpAddr, "--nats-listen", natsAddr,
+	s, err := procs.StartBroker(*brokerBin, "brokerbench", strings.Fields(*brokerEnv),
 		"--storage", *storage, "--geo-level", strconv.Itoa(*geoLevel),
 		"--max-subscriptions", strconv.Itoa(*nSubs+1000), "--rate", "1e9", "--burst", "1000000000",
 		"--log-level", "warn", "--pprof")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = append(os.Environ(), strings.Fields(*brokerEnv)...)
-	if err := cmd.Start(); err != nil {
+	if err != nil {
 		return nil, err
 	}
-	b := &brokerProc{cmd: cmd, addr: httpAddr, dir: dir}
-	if err := procs.WaitReady(httpAddr); err != nil {
-		b.stop()
-		return nil, fmt.Errorf("%w; see %s", err, logf.Name())
-	}
-	return b, nil
+	return &brokerProc{Single: s, addr: s.HTTP}, nil
 }
 
 func (b *brokerProc) rss() (now, peak float64) {
-	return procstat.ProcessRSSMiB(b.cmd.Process.Pid), procstat.ProcessPeakRSSMiB(b.cmd.Process.Pid)
+	return procstat.ProcessRSSMiB(b.Cmd.Process.Pid), procstat.ProcessPeakRSSMiB(b.Cmd.Process.Pid)
 }
 
-func (b *brokerProc) stop() {
-	procs.Stop(b.cmd)
-	if !*keep {
-		os.RemoveAll(b.dir)
-	} else {
-		fmt.Fprintln(os.Stderr, "kept", b.dir)
-	}
-}
+func (b *brokerProc) stop() { b.Stop(*keep) }
 
 // fetchProfile saves a CPU profile of the broker.
 func fetchProfile(addr string, d time.Duration) {

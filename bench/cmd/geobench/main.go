@@ -162,7 +162,7 @@ func measure(w *workload, s setup) (result, error) {
 	var next atomic.Int64
 	pubOf := sync.Map{} // pid -> incident
 	var pubCells, refused atomic.Int64
-	cpu0, err := procs.CPUSeconds(b.cmd.Process.Pid)
+	cpu0, err := procs.CPUSeconds(b.Cmd.Process.Pid)
 	if err != nil {
 		return result{}, err
 	}
@@ -213,7 +213,7 @@ func measure(w *workload, s setup) (result, error) {
 		}
 		last = n
 	}
-	cpu1, err := procs.CPUSeconds(b.cmd.Process.Pid)
+	cpu1, err := procs.CPUSeconds(b.Cmd.Process.Pid)
 	if err != nil {
 		return result{}, err
 	}
