@@ -13,6 +13,7 @@ import (
 	"time"
 
 	cc "github.com/seed84792017/cellcast/client"
+	"github.com/seed84792017/cellcast/cluster"
 )
 
 // TestClusterQueries: queries through any node of a cluster answer as the
@@ -53,7 +54,13 @@ func TestClusterQueries(t *testing.T) {
 		acked = append(acked, pub{res.Pid, uid, category, res.Cell, res.Tp, res.ExpiresAt})
 	}
 	for i := range 150 {
-		parts := make([]string, 1+r.Intn(5)) // depth 1 reaches four shards
+		// Most at or below the shard depth, in one geo shard (and g0);
+		// one in ten shallower, stored in every shard.
+		depth := cluster.DefaultShardDepth + r.Intn(4)
+		if i%10 == 0 {
+			depth = 1 + r.Intn(3)
+		}
+		parts := make([]string, depth)
 		for k := range parts {
 			parts[k] = fmt.Sprint(1 + r.Intn(4))
 		}
@@ -67,7 +74,7 @@ func TestClusterQueries(t *testing.T) {
 	// More than a page (queryPageBytes) from the one shard that holds them.
 	big := strings.Repeat("x", 4000)
 	for range 140 {
-		publish(clients[0], "alice", "3.3.3.3", "big", big, time.Hour)
+		publish(clients[0], "alice", "3.3.3.3.3.3.3.3.3.3.3", "big", big, time.Hour)
 	}
 	time.Sleep(1500 * time.Millisecond)
 	oracle := func(keep func(pub) bool, k int) []string {
