@@ -203,6 +203,9 @@ func Start(cfg Config) (_ *Broker, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Grid.MaxVertices == 0 {
+		cfg.Grid.MaxVertices = cfg.Limits.WithDefaults().MaxVertices
+	}
 	grid, err := cfg.Grid.WithDefaults()
 	if err != nil {
 		return nil, err

@@ -62,7 +62,7 @@ func startCluster(t *testing.T, n int, opts ...func(*ClusterConfig)) []*Broker {
 			}
 		})
 	}
-	// Settled: every shard served, evenly, by the same nodes for a second.
+	// Settled: every shard served, each group fairly, by the same nodes for a second.
 	// Right after every shard has an owner the nodes may still hand some
 	// on, and an operation meeting a handover can wait out a stream's
 	// election on a loaded machine.
@@ -71,22 +71,20 @@ func startCluster(t *testing.T, n int, opts ...func(*ClusterConfig)) []*Broker {
 	var last string
 	since := time.Now()
 	for {
-		var owned []int
+		var owned [][]string
 		var view []string
+		total := 0
 		for _, b := range brokers {
 			o := slices.Sorted(slices.Values(b.node.Owned()))
-			owned = append(owned, len(o))
+			owned = append(owned, o)
 			view = append(view, strings.Join(o, ","))
+			total += len(o)
 		}
 		now := strings.Join(view, " ")
 		if now != last {
 			last, since = now, time.Now()
 		}
-		total := 0
-		for _, k := range owned {
-			total += k
-		}
-		if total == all && slices.Max(owned)-slices.Min(owned) <= 1 && time.Since(since) >= time.Second {
+		if total == all && (cluster.Shards{}).Fair(owned) && time.Since(since) >= time.Second {
 			return brokers
 		}
 		if time.Now().After(deadline) {

@@ -326,7 +326,7 @@ func publication(r secondary.Row) (subscriptions.Publication, error) {
 		}
 	}
 	if v, ok := d[colPolygon]; ok {
-		if p.Shape, err = geo.ParseGeoJSON([]byte(v.S)); err != nil {
+		if p.Shape, err = geo.ParseGeoJSON([]byte(v.S), 0); err != nil {
 			return subscriptions.Publication{}, fmt.Errorf("catalog: row %q: %w", r.Key, err)
 		}
 	}

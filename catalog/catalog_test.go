@@ -201,7 +201,7 @@ func TestPointKept(t *testing.T) {
 	now := time.Now().UnixNano()
 	cell := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{1, 4}}
 	at, _ := geo.NewCircle(40.712345678901234, -74.00597, 250.5)
-	zone, err := geo.ParseGeoJSON([]byte(`{"type":"Polygon","coordinates":[[[-74,40.7],[-73.9,40.7],[-73.9,40.8],[-74,40.7]]]}`))
+	zone, err := geo.ParseGeoJSON([]byte(`{"type":"Polygon","coordinates":[[[-74,40.7],[-73.9,40.7],[-73.9,40.8],[-74,40.7]]]}`), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,7 @@ func TestPolygon(t *testing.T) {
 		}
 		return s
 	}
-	shape, err := geo.ParseGeoJSON(midtown)
+	shape, err := geo.ParseGeoJSON(midtown, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

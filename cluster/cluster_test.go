@@ -307,7 +307,7 @@ func TestClusterMatchesLikeOneNode(t *testing.T) {
 		if IsTopic(sh) {
 			continue
 		}
-		c := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{uint32(sh[1] - '0'), uint32(sh[2] - '0')}}
+		c := cellIn(nodes[0].cfg.Shards, sh)
 		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		err := nodes[0].Publish(pctx, &subscriptions.PublishRequest{Uid: "pub", Cell: c, Expires: time.Hour, Desc: fmt.Sprintf("p%d", len(pubs))},
 			func(*subscriptions.PublishResult) {})
@@ -357,6 +357,25 @@ func TestClusterMatchesLikeOneNode(t *testing.T) {
 		_, err := Start(ctx, Config{ID: "n9", NC: nodes[0].nc, Dir: t.TempDir(), Shards: m, Replicas: 3, Log: quiet, Encode: func(p *subscriptions.Publication) []byte { return []byte(p.Desc) }})
 		if !errors.Is(err, ErrLayout) {
 			t.Fatalf("a node of layout %s joined a cluster of %s: %v", m, Shards{Depth: 2}, err)
+		}
+	}
+}
+
+// cellIn is a cell whose subscriptions live in shard: for a geo shard a
+// cell at the shard depth hashed to it, for g0 one above the depth.
+func cellIn(m Shards, shard string) subscriptions.Cell {
+	if shard == Overflow {
+		return subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{1}}
+	}
+	id := make(dewey.ID, m.depth())
+	for i := range id {
+		id[i] = 1
+	}
+	for n := uint32(1); ; n++ { // any Dewey id is a cell: hashes enough to hit every shard
+		id[len(id)-1] = n
+		c := subscriptions.Cell{NS: subscriptions.NSCell, ID: slices.Clone(id)}
+		if m.Home([]subscriptions.Cell{c}) == shard {
+			return c
 		}
 	}
 }

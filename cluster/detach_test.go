@@ -76,7 +76,7 @@ func TestDetachTellsEachShardOnce(t *testing.T) {
 	}
 }
 
-// waitSteady waits until the nodes share the shards evenly and have
+// waitSteady waits until the nodes share each group of shards fairly and have
 // kept them for a second: nodes that just started still hand shards on.
 func waitSteady(t *testing.T, nodes []*testNode) {
 	t.Helper()
@@ -84,14 +84,14 @@ func waitSteady(t *testing.T, nodes []*testNode) {
 	last, since := "", time.Now()
 	for {
 		var view []string
-		lo, hi := 1<<30, 0
+		var owned [][]string
 		for _, n := range nodes {
 			o := sorted(n.Owned())
 			view = append(view, strings.Join(o, ","))
-			lo, hi = min(lo, len(o)), max(hi, len(o))
+			owned = append(owned, o)
 		}
 		now := strings.Join(view, " | ")
-		if now != last || hi-lo > 1 {
+		if now != last || !nodes[0].cfg.Shards.Fair(owned) {
 			last, since = now, time.Now()
 		} else if time.Since(since) > time.Second {
 			return

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -79,7 +80,27 @@ func (n *Node) tick(ctx context.Context, acquire bool) {
 	}
 	n.mu.Unlock()
 	all := n.cfg.Shards.All()
-	target := (len(all) + max(alive, 1) - 1) / max(alive, 1)
+	groups := n.cfg.Shards.Balanced()
+	// A fair share of each group of shards (Shards.Balanced), and how many
+	// of it this node holds.
+	target := func(g []string) int { return (len(g) + max(alive, 1) - 1) / max(alive, 1) }
+	held := func(g []string) int {
+		k := 0
+		for _, s := range mine {
+			if slices.Contains(g, s) {
+				k++
+			}
+		}
+		return k
+	}
+	groupOf := func(s string) []string {
+		for _, g := range groups {
+			if slices.Contains(g, s) {
+				return g
+			}
+		}
+		return nil
+	}
 	owners := map[string]string{}
 	free := map[string]uint64{} // shard -> revision to take it at (0: absent)
 	var order []string
@@ -101,23 +122,32 @@ func (n *Node) tick(ctx context.Context, acquire bool) {
 			owners[s] = string(e.Value())
 		}
 	}
-	// More than a fair share: hand the last ones over.
-	for len(mine) > target {
-		s := mine[len(mine)-1]
-		mine = mine[:len(mine)-1]
-		n.mu.Lock()
-		rev := n.revs[s]
-		n.mu.Unlock()
-		n.lose(s)
-		if err := n.leases.Delete(ctx, s, jetstream.LastRevision(rev)); err != nil {
-			n.log.Warn("cluster: releasing a lease", "shard", s, "err", err)
+	// More than a fair share of a group: hand the last ones over.
+	for _, g := range groups {
+		for held(g) > target(g) {
+			i := len(mine) - 1 // the last of the group
+			for !slices.Contains(g, mine[i]) {
+				i--
+			}
+			s := mine[i]
+			mine = slices.Delete(mine, i, i+1)
+			n.mu.Lock()
+			rev := n.revs[s]
+			n.mu.Unlock()
+			n.lose(s)
+			if err := n.leases.Delete(ctx, s, jetstream.LastRevision(rev)); err != nil {
+				n.log.Warn("cluster: releasing a lease", "shard", s, "err", err)
+			}
+			delete(owners, s)
+			n.log.Info("cluster: shard released for balance", "shard", s, "target", target(g))
 		}
-		delete(owners, s)
-		n.log.Info("cluster: shard released for balance", "shard", s, "target", target)
 	}
 	for _, s := range order {
-		if !acquire || len(mine) >= target {
+		if !acquire {
 			break
+		}
+		if g := groupOf(s); held(g) >= target(g) {
+			continue
 		}
 		var rev uint64
 		var err error

@@ -92,6 +92,47 @@ func (m Shards) All() []string {
 	return names
 }
 
+// Balanced lists the groups of shards the nodes share out each on its
+// own: the geo shards, which carry a city's load, and the rest (g0, which
+// every publication reaches but few subscriptions live in, and the topic
+// shards, idle under a geo load), so that no node's fair number of shards
+// is made up of idle ones.
+func (m Shards) Balanced() [][]string {
+	all := m.All()
+	return [][]string{all[1 : 1+m.groups()], append([]string{Overflow}, all[1+m.groups():]...)}
+}
+
+// Fair reports whether nodes that own the shards owned[i] hold no more
+// than their share of each group of Balanced (rounded up), as the lease
+// loop balances them.
+func (m Shards) Fair(owned [][]string) bool {
+	for _, g := range m.Balanced() {
+		share := (len(g) + len(owned) - 1) / max(len(owned), 1)
+		for _, o := range owned {
+			k := 0
+			for _, s := range o {
+				if slices.Contains(g, s) {
+					k++
+				}
+			}
+			if k > share {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Share is the most shards one of nodes holds once they are balanced:
+// its share of each group of Balanced, rounded up.
+func (m Shards) Share(nodes int) int {
+	n := 0
+	for _, g := range m.Balanced() {
+		n += (len(g) + nodes - 1) / max(nodes, 1)
+	}
+	return n
+}
+
 // IsTopic reports whether a shard holds topics.
 func IsTopic(shard string) bool { return strings.HasPrefix(shard, "t") }
 

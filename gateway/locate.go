@@ -34,6 +34,9 @@ type Grid struct {
 	// request does not say (default DefaultCover); MaxCover is the most
 	// a request may ask for (default and limit subscriptions.MaxCover).
 	Cover, MaxCover int
+	// MaxVertices bounds a polygon before its costlier checks run
+	// (default: the store's, subscriptions.Limits.MaxVertices).
+	MaxVertices int
 }
 
 // DefaultCover is how many cells cover a circle or a polygon by default:
@@ -51,6 +54,9 @@ func (g Grid) WithDefaults() (Grid, error) {
 	}
 	if g.Cover == 0 {
 		g.Cover = min(DefaultCover, g.MaxCover)
+	}
+	if g.MaxVertices == 0 {
+		g.MaxVertices = subscriptions.Limits{}.WithDefaults().MaxVertices
 	}
 	switch {
 	case g.Level < 1 || g.Level > geo.MaxLevel:
@@ -120,7 +126,7 @@ func (l *Locator) locate(req *Request) (place, error) {
 		}
 		return place{cell: subscriptions.Cell{NS: subscriptions.NSTopic, ID: id}}, err
 	case req.Polygon != nil:
-		s, err := geo.ParseGeoJSON(req.Polygon)
+		s, err := geo.ParseGeoJSON(req.Polygon, l.grid.MaxVertices)
 		if err != nil {
 			return place{}, errorf(CodeBadRequest, "polygon: %v", trimGeo(err))
 		}

@@ -66,7 +66,7 @@ func (g *Gateway) queryPlace(ctx context.Context, s session, req *Request) error
 		at, err = g.loc.circle(req.Near.Lat, req.Near.Lng, req.Near.RadiusM, req.Cover, "near.")
 	} else {
 		var sh *geo.Shape
-		if sh, err = geo.ParseGeoJSON(req.Within); err != nil {
+		if sh, err = geo.ParseGeoJSON(req.Within, g.loc.grid.MaxVertices); err != nil {
 			return errorf(CodeBadRequest, "within: %v", trimGeo(err))
 		}
 		at, err = g.loc.cover(sh, req.Cover)

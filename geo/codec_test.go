@@ -10,7 +10,7 @@ import (
 func TestBinaryRoundTrip(t *testing.T) {
 	nyc := LatLng{Lat: 40.712345678901234, Lng: -74.00597}
 	c, _ := NewCircle(nyc.Lat, nyc.Lng, 250.5)
-	p, _ := NewPolygons([]Rings{{square(nyc, 1000), square(nyc, 300)}, {square(offset(nyc, 9000, 1), 100)}})
+	p, _ := NewPolygons([]Rings{{square(nyc, 1000), square(nyc, 300)}, {square(offset(nyc, 9000, 1), 100)}}, 0)
 	for _, s := range []*Shape{c, p} {
 		b := s.AppendBinary([]byte("x"))
 		if len(b)-1 != s.BinarySize() {
@@ -39,17 +39,17 @@ func TestGeoJSON(t *testing.T) {
 		`{"type":"Polygon","coordinates":[[[179.5,0],[-179.5,0],[-179.5,1],[179.5,1],[179.5,0]]]}`,
 	}
 	for _, s := range ok {
-		sh, err := ParseGeoJSON([]byte(s))
+		sh, err := ParseGeoJSON([]byte(s), 0)
 		if err != nil {
 			t.Fatalf("%s: %v", s, err)
 		}
-		again, err := ParseGeoJSON(sh.AppendGeoJSON(nil))
+		again, err := ParseGeoJSON(sh.AppendGeoJSON(nil), 0)
 		if err != nil || !bytes.Equal(again.AppendBinary(nil), sh.AppendBinary(nil)) {
 			t.Fatalf("%s: back %s: %v", s, sh.AppendGeoJSON(nil), err)
 		}
 	}
 	// Across the antimeridian the polygon is the narrow one.
-	sh, _ := ParseGeoJSON([]byte(ok[3]))
+	sh, _ := ParseGeoJSON([]byte(ok[3]), 0)
 	in, _ := NewCircle(0.5, 180, 0)
 	out, _ := NewCircle(0.5, 0, 0)
 	if !sh.Intersects(in) || sh.Intersects(out) {
@@ -69,7 +69,7 @@ func TestGeoJSON(t *testing.T) {
 		`{"type":"Polygon","coordinates":"x"}`:                                       "array",
 	}
 	for s, want := range bad {
-		_, err := ParseGeoJSON([]byte(s))
+		_, err := ParseGeoJSON([]byte(s), 0)
 		if want == "" {
 			continue // valid or not, it must not panic
 		}
@@ -84,7 +84,7 @@ func FuzzGeoJSON(f *testing.F) {
 	f.Add([]byte(`{"type":"MultiPolygon","coordinates":[[[[0,0],[1,0],[1,1],[0,0]]],[[[10,0],[11,0],[11,1],[10,0]],[[10.2,0.1],[10.5,0.1],[10.5,0.2],[10.2,0.1]]]]}`))
 	f.Add([]byte(`{"type":"Polygon","coordinates":[[[0,0],[1,1],[1,0],[0,1],[0,0]]]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := ParseGeoJSON(data)
+		s, err := ParseGeoJSON(data, 0)
 		if err != nil {
 			return
 		}
@@ -95,7 +95,7 @@ func FuzzGeoJSON(f *testing.F) {
 		if err != nil || len(rest) != 0 || !bytes.Equal(d.AppendBinary(nil), b) {
 			t.Fatalf("binary round trip: %v", err)
 		}
-		j, err := ParseGeoJSON(s.AppendGeoJSON(nil))
+		j, err := ParseGeoJSON(s.AppendGeoJSON(nil), 0)
 		if err != nil || !bytes.Equal(j.AppendBinary(nil), b) {
 			t.Fatalf("GeoJSON round trip: %v", err)
 		}
@@ -110,7 +110,7 @@ func FuzzGeoJSON(f *testing.F) {
 
 func FuzzDecodeShape(f *testing.F) {
 	c, _ := NewCircle(1, 2, 3)
-	p, _ := ParseGeoJSON([]byte(`{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1],[0,0]]]}`))
+	p, _ := ParseGeoJSON([]byte(`{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1],[0,0]]]}`), 0)
 	f.Add(c.AppendBinary(nil))
 	f.Add(p.AppendBinary(nil))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -13,8 +13,8 @@ import (
 // coordinates (bbox, foreign members) are ignored too.
 
 // ParseGeoJSON reads a Polygon or MultiPolygon geometry object and checks
-// it as NewPolygons does.
-func ParseGeoJSON(data []byte) (*Shape, error) {
+// it as NewPolygons does, with at most maxVertices.
+func ParseGeoJSON(data []byte, maxVertices int) (*Shape, error) {
 	var g struct {
 		Type        string          `json:"type"`
 		Coordinates json.RawMessage `json:"coordinates"`
@@ -52,7 +52,7 @@ func ParseGeoJSON(data []byte) (*Shape, error) {
 				return nil, shapeErr("polygon %d ring %d is not closed: its last position must repeat its first", i, j)
 			}
 			if total += len(ring); total > 2*MaxVertices {
-				return nil, shapeErr("more than %d vertices", MaxVertices)
+				return nil, shapeErr("more than %d vertices", MaxVertices) // NewPolygons counts them exactly
 			}
 			rings[i][j] = make([]LatLng, len(ring))
 			for k, pos := range ring {
@@ -63,7 +63,7 @@ func ParseGeoJSON(data []byte) (*Shape, error) {
 			}
 		}
 	}
-	return NewPolygons(rings)
+	return NewPolygons(rings, maxVertices)
 }
 
 // strictCoords decodes coordinates, refusing nulls inside them.

@@ -88,9 +88,13 @@ func circle(lat, lng, radiusM float64) *Shape {
 // repeated consecutive vertices), with at least three distinct vertices,
 // no two consecutive ones antipodal, no edge crossing or touching another
 // of the same polygon, every hole inside its shell, and no more than
-// MaxVertices in all. A ring bounds the smaller of the two regions it
+// maxVertices (MaxVertices when 0 or more) in all, counted before any
+// of the costlier checks. A ring bounds the smaller of the two regions it
 // divides the sphere into, whichever way it winds.
-func NewPolygons(polys []Rings) (*Shape, error) {
+func NewPolygons(polys []Rings, maxVertices int) (*Shape, error) {
+	if maxVertices <= 0 || maxVertices > MaxVertices {
+		maxVertices = MaxVertices
+	}
 	if len(polys) == 0 {
 		return nil, shapeErr("no polygon")
 	}
@@ -107,8 +111,8 @@ func NewPolygons(polys []Rings) (*Shape, error) {
 			}
 			s.polys[i][j] = r
 			s.vertices += len(r)
-			if s.vertices > MaxVertices {
-				return nil, shapeErr("more than %d vertices", MaxVertices)
+			if s.vertices > maxVertices {
+				return nil, shapeErr("more than %d vertices", maxVertices)
 			}
 		}
 	}

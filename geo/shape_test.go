@@ -103,7 +103,7 @@ func TestPolygonChecks(t *testing.T) {
 		{"antipodal", []Rings{{{{0, 0}, {0, 180}, {10, 10}}}}, "antipodal"},
 	}
 	for _, tc := range cases {
-		_, err := NewPolygons(tc.polys)
+		_, err := NewPolygons(tc.polys, 0)
 		switch {
 		case tc.err == "" && err != nil:
 			t.Errorf("%s: %v", tc.name, err)
@@ -115,8 +115,14 @@ func TestPolygonChecks(t *testing.T) {
 	for k := range big {
 		big[k] = offset(nyc, 1000, 2*math.Pi*float64(k)/float64(len(big)))
 	}
-	if _, err := NewPolygons([]Rings{{big}}); err == nil || !strings.Contains(err.Error(), "vertices") {
+	if _, err := NewPolygons([]Rings{{big}}, 0); err == nil || !strings.Contains(err.Error(), "vertices") {
 		t.Errorf("%d vertices: %v", len(big), err)
+	}
+	if _, err := NewPolygons([]Rings{{big[:11]}}, 10); err == nil || !strings.Contains(err.Error(), "more than 10 vertices") {
+		t.Errorf("11 vertices against a limit of 10: %v", err)
+	}
+	if _, err := NewPolygons([]Rings{{big[:10]}}, 10); err != nil {
+		t.Errorf("10 vertices against a limit of 10: %v", err)
 	}
 }
 
@@ -127,7 +133,7 @@ func TestWindingDoesNotMatter(t *testing.T) {
 	in, _ := NewCircle(nyc.Lat, nyc.Lng, 0)
 	out, _ := NewCircle(40.9, -73.9855, 0)
 	for _, r := range [][]LatLng{ccw, cw} {
-		p, err := NewPolygons([]Rings{{r}})
+		p, err := NewPolygons([]Rings{{r}}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +145,7 @@ func TestWindingDoesNotMatter(t *testing.T) {
 
 func TestHoleExcludes(t *testing.T) {
 	nyc := LatLng{Lat: 40.758, Lng: -73.9855}
-	p, err := NewPolygons([]Rings{{square(nyc, 1000), square(nyc, 400)}})
+	p, err := NewPolygons([]Rings{{square(nyc, 1000), square(nyc, 400)}}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +159,7 @@ func TestHoleExcludes(t *testing.T) {
 	if !p.Intersects(at(offset(nyc, 700, 0), 10)) {
 		t.Error("a circle in the ring misses")
 	}
-	inner, _ := NewPolygons([]Rings{{square(nyc, 100)}})
+	inner, _ := NewPolygons([]Rings{{square(nyc, 100)}}, 0)
 	if p.Intersects(inner) || inner.Intersects(p) {
 		t.Error("a polygon inside the hole meets the polygon")
 	}
@@ -171,7 +177,7 @@ func TestCoverCovers(t *testing.T) {
 		if i%2 == 0 {
 			s, err = NewCircle(c.Lat, c.Lng, r)
 		} else {
-			s, err = NewPolygons([]Rings{{square(c, r)}})
+			s, err = NewPolygons([]Rings{{square(c, r)}}, 0)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -218,7 +224,7 @@ func TestIntersectsCell(t *testing.T) {
 	far, _ := PointCell(48.8566, 2.3522, 12)
 	c, _ := NewCircle(nyc.Lat, nyc.Lng, 300)
 	pt, _ := NewCircle(nyc.Lat, nyc.Lng, 0)
-	poly, _ := NewPolygons([]Rings{{square(nyc, 300)}})
+	poly, _ := NewPolygons([]Rings{{square(nyc, 300)}}, 0)
 	for _, s := range []*Shape{c, pt, poly} {
 		if !s.IntersectsCell(home) || s.IntersectsCell(far) {
 			t.Errorf("kind %d: home %v, far %v", s.Kind(), s.IntersectsCell(home), s.IntersectsCell(far))

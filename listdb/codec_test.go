@@ -266,7 +266,7 @@ func circle(lat, lng, r float64) *geo.Shape {
 }
 
 func zone() *geo.Shape {
-	s, err := geo.ParseGeoJSON([]byte(`{"type":"Polygon","coordinates":[[[-74,40.7],[-73.9,40.7],[-73.9,40.8],[-74,40.8],[-74,40.7]],[[-73.95,40.75],[-73.94,40.75],[-73.94,40.76],[-73.95,40.75]]]}`))
+	s, err := geo.ParseGeoJSON([]byte(`{"type":"Polygon","coordinates":[[[-74,40.7],[-73.9,40.7],[-73.9,40.8],[-74,40.8],[-74,40.7]],[[-73.95,40.75],[-73.94,40.75],[-73.94,40.76],[-73.95,40.75]]]}`), 0)
 	if err != nil {
 		panic(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/seed84792017/cellcast/cluster"
 )
 
 // Node is one broker process of a local cluster.
@@ -226,12 +228,14 @@ func ShardOwners(nodes []*Node, shards []string) map[string]int {
 	return owner
 }
 
-// Settle waits until nodes serve shards shards between them, evenly, for
+// Settle waits until nodes serve the layout's shards between them,
+// each holding no more than its fair share (cluster.Shards.Share), for
 // three looks a second apart: a measurement or a kill then meets a
 // settled cluster, not the rebalance that follows its start.
-func Settle(nodes []*Node, shards int) error {
+func Settle(nodes []*Node, layout cluster.Shards) error {
 	steady := 0
 	var counts []int
+	shards, share := len(layout.All()), layout.Share(len(nodes))
 	for deadline := time.Now().Add(time.Minute); steady < 3; time.Sleep(time.Second) {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("the shards never settled: %v owned", counts)
@@ -246,7 +250,7 @@ func Settle(nodes []*Node, shards int) error {
 			counts = append(counts, int(n))
 			total += int(n)
 		}
-		if total == shards && slices.Max(counts)-slices.Min(counts) <= 1 {
+		if total == shards && slices.Max(counts) <= share {
 			steady++
 		} else {
 			steady = 0

@@ -79,7 +79,7 @@ func shape(rng *rand.Rand, lat, lng, maxR float64) *geo.Shape {
 		}
 		rings = append(rings, hole)
 	}
-	s, err := geo.NewPolygons([]geo.Rings{rings})
+	s, err := geo.NewPolygons([]geo.Rings{rings}, 0)
 	if err != nil {
 		return nil // a hole that crossed a narrow star: draw again
 	}

@@ -454,7 +454,7 @@ func BadInput(t *testing.T, open Opener) {
 	for k := range ring {
 		ring[k].Lat, ring[k].Lng = geotest.Destination(0, 0, 1000, 2*math.Pi*float64(k)/float64(len(ring)))
 	}
-	bigPolygon, err := geo.NewPolygons([]geo.Rings{{ring}})
+	bigPolygon, err := geo.NewPolygons([]geo.Rings{{ring}}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -184,7 +184,7 @@ func run(bin string, measure func([]*procs.Node) (result, error), keep bool, rou
 			return err
 		}
 		// At rest: not amid the rebalance that follows the nodes' start.
-		if err := procs.Settle(c.Nodes, shardCount(strings.Fields(nodeFlags))); err != nil {
+		if err := procs.Settle(c.Nodes, layout(strings.Fields(nodeFlags))); err != nil {
 			c.Stop()
 			return err
 		}

@@ -26,7 +26,7 @@ func TestShardCount(t *testing.T) {
 		{[]string{"-shard-groups=8", "--replicas", "3"}, 1 + 8 + 4},
 		{[]string{"--shard-depth", "12"}, 1 + 16 + 4},
 	} {
-		if got := shardCount(c.flags); got != c.want {
+		if got := len(layout(c.flags).All()); got != c.want {
 			t.Errorf("%v: %d shards, want %d", c.flags, got, c.want)
 		}
 	}

@@ -48,10 +48,6 @@ func layout(flags []string) cluster.Shards {
 	return cluster.Shards{Depth: intFlag(flags, "shard-depth"), Groups: intFlag(flags, "shard-groups")}
 }
 
-// shardCount is how many shards the nodes run with flags: the geo shards,
-// the overflow shard and the topic shards.
-func shardCount(flags []string) int { return len(layout(flags).All()) }
-
 // intFlag is the last value flags give the broker flag name (-name v,
 // --name v, -name=v, --name=v), 0 when none does.
 func intFlag(flags []string, name string) int {

@@ -113,7 +113,7 @@ func run(bin string, rounds int, keep bool, loadOps int, loadRate float64, exter
 		if _, err := serveAll(c, victim, quiet, time.Minute); err != nil {
 			return err
 		}
-		if err := procs.Settle(c.Nodes, len(cluster.Shards{}.All())); err != nil {
+		if err := procs.Settle(c.Nodes, cluster.Shards{}); err != nil {
 			return err
 		}
 		t0 := time.Now()
@@ -136,7 +136,7 @@ func run(bin string, rounds int, keep bool, loadOps int, loadRate float64, exter
 		if _, err := serveAll(c, -1, quiet, time.Minute); err != nil {
 			return err
 		}
-		if err := procs.Settle(c.Nodes, len(cluster.Shards{}.All())); err != nil {
+		if err := procs.Settle(c.Nodes, cluster.Shards{}); err != nil {
 			return err
 		}
 		time.Sleep(probeLife) // the load generator's oracle knows nothing of the probes
