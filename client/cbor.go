@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/fxamacker/cbor/v2"
+
+	"github.com/seed84792017/cellcast/protocol"
 )
 
 // Encoding is a WebSocket connection's wire encoding (docs/protocol.md,
@@ -24,7 +26,7 @@ const (
 )
 
 // subprotocolCBOR is the WebSocket subprotocol of EncodingCBOR.
-const subprotocolCBOR = "cellcast.cbor"
+const subprotocolCBOR = protocol.SubprotocolCBOR
 
 // As with JSON, notifications are decoded by hand in the shape the
 // broker renders them (cbor.go of the gateway: definite lengths, the
@@ -43,7 +45,7 @@ var cborDecoder = func() cbor.DecMode {
 
 // cborNotePrefix begins every notification the broker renders: a map of
 // four, "op": "notification", then "sid"'s key.
-var cborNotePrefix = []byte("\xa4\x62op\x6cnotification\x63sid")
+var cborNotePrefix = []byte(protocol.CBORNotePrefix)
 
 // splitNotificationCBOR returns a notification frame's sid, seq and
 // publication; false means "not in the broker's shape", not "invalid".
@@ -54,11 +56,11 @@ func splitNotificationCBOR(b []byte) (sid []byte, seq int64, pub []byte, ok bool
 	}
 	r := cborReader{b: rest}
 	i, j, ok := r.text()
-	if !ok || j == i || !r.key("seq") {
+	if !ok || j == i || !r.key(protocol.FieldSeq) {
 		return nil, 0, nil, false
 	}
 	major, n, ok := r.head()
-	if !ok || major != 0 || n > math.MaxInt64 || !r.key("publication") {
+	if !ok || major != 0 || n > math.MaxInt64 || !r.key(protocol.FieldPublication) {
 		return nil, 0, nil, false
 	}
 	return rest[i:j], int64(n), rest[r.i:], true
@@ -83,7 +85,7 @@ func decodeFrameCBOR(data []byte) (*cborFrame, error) {
 		return nil, fmt.Errorf("%w: %v", ErrProtocol, err)
 	}
 	list := f.Results
-	if f.Op == "published" {
+	if f.Op == protocol.OpPublished {
 		list = f.Recent
 	}
 	f.Results, f.Recent = nil, nil
@@ -250,22 +252,22 @@ func (r *cborReader) publication(p *Publication) bool {
 		}
 		var bit int
 		switch string(r.b[i:j]) {
-		case "pid":
+		case protocol.FieldPid:
 			bit = fPid
 			p.Pid, ok = str()
-		case "uid":
+		case protocol.FieldUid:
 			bit = fUid
 			p.Uid, ok = str()
-		case "cell":
+		case protocol.FieldCell:
 			bit = fCell
 			p.Cell, ok = str()
-		case "topic":
+		case protocol.FieldTopic:
 			bit = fTopic
 			p.Topic, ok = str()
-		case "desc":
+		case protocol.FieldDesc:
 			bit = fDesc
 			p.Desc, ok = str()
-		case "tp", "expires_at":
+		case protocol.FieldTp, protocol.FieldExpiresAt:
 			bit = fTp
 			t := &p.Tp
 			if r.b[i] == 'e' {
@@ -275,19 +277,19 @@ func (r *cborReader) publication(p *Publication) bool {
 			if i, j, ok = r.rawText(); ok {
 				*t, ok = r.stamps.parse(r.b[i:j])
 			}
-		case "attrs":
+		case protocol.FieldAttrs:
 			bit = fAttrs
 			p.Attrs, ok = r.strMap(str)
-		case "lat":
+		case protocol.FieldLat:
 			bit = fLat
 			lat, ok = r.number()
-		case "lng":
+		case protocol.FieldLng:
 			bit = fLng
 			lng, ok = r.number()
-		case "radius_m":
+		case protocol.FieldRadiusM:
 			bit = fRadius
 			radius, ok = r.number()
-		case "polygon":
+		case protocol.FieldPolygon:
 			bit = fPolygon
 			var g []byte
 			if g, ok = r.geoJSON(); ok && g != nil {

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/seed84792017/cellcast/protocol"
 )
 
 // Client is a connection to a broker that reconnects by itself. Its
@@ -171,7 +173,7 @@ func (c *Client) send(ctx context.Context, tr transport, req *wireRequest, fn fu
 	if req.UID == "" {
 		req.UID = c.opts.UID
 	}
-	if n, ok := tr.(*natsConn); ok && (req.Op == "subscribe" || req.Op == "resume") {
+	if n, ok := tr.(*natsConn); ok && (req.Op == protocol.OpSubscribe || req.Op == protocol.OpResume) {
 		// Listen before asking, or the first notifications pass by.
 		if err := n.listen(req.UID); err != nil {
 			return err

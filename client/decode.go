@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/seed84792017/cellcast/protocol"
 )
 
 // Notifications are most of what a subscriber reads, so they are decoded
@@ -17,16 +19,16 @@ import (
 // the fast path only has to be right on what it accepts.
 
 var (
-	notePrefix = []byte(`{"op":"notification","sid":"`)
-	noteSeq    = []byte(`","seq":`)
-	notePrev   = []byte(`,"prev":`)
-	notePub    = []byte(`,"publication":`)
+	notePrefix = []byte(protocol.NotePrefix)
+	noteSeq    = []byte(protocol.NoteSeq)
+	notePrev   = []byte(protocol.NotePrev)
+	notePub    = []byte(protocol.NotePublication)
 	// replyPrefix starts the broker's replies: a notification has no id.
-	replyPrefix = []byte(`{"id":`)
+	replyPrefix = []byte("{" + quoted(protocol.FieldID))
 )
 
 // isNotification reports whether a frame is a notification.
-func isNotification(b []byte) bool { return hasOp(b, notePrefix, "notification") }
+func isNotification(b []byte) bool { return hasOp(b, notePrefix, protocol.OpNotification) }
 
 // hasOp reports whether a frame's op is op: it starts with the broker's
 // rendering (prefix), or, the slow path, another rendering of the same
@@ -56,7 +58,7 @@ func splitNotification(b []byte) (sid []byte, seq, prev int64, pub []byte, err e
 			if after, found := bytes.CutPrefix(rest, notePrev); ok && found {
 				prev, rest, ok = number(after)
 			}
-			if ok && bytes.HasPrefix(rest, notePub) && bytes.HasSuffix(rest, []byte("}")) {
+			if ok && bytes.HasPrefix(rest, notePub) && bytes.HasSuffix(rest, []byte(protocol.NoteSuffix)) {
 				return sid, seq, prev, rest[len(notePub) : len(rest)-1], nil
 			}
 		}
@@ -117,9 +119,13 @@ func decodePublicationFast(b []byte, p *Publication, stamps *stampCache) bool {
 // the order the broker renders them: each key is first tried against the
 // one after the last, so a key costs one comparison.
 var pubKeys = [...]string{
-	keyPid: `"pid":`, keyUid: `"uid":`, keyCell: `"cell":`, keyTopic: `"topic":`,
-	keyTp: `"tp":`, keyExpires: `"expires_at":`, keyDesc: `"desc":`, keyAttrs: `"attrs":`,
+	keyPid: quoted(protocol.FieldPid), keyUid: quoted(protocol.FieldUid), keyCell: quoted(protocol.FieldCell),
+	keyTopic: quoted(protocol.FieldTopic), keyTp: quoted(protocol.FieldTp), keyExpires: quoted(protocol.FieldExpiresAt),
+	keyDesc: quoted(protocol.FieldDesc), keyAttrs: quoted(protocol.FieldAttrs),
 }
+
+// quoted is a field's key as the broker renders it: "name":.
+func quoted(field string) string { return `"` + field + `":` }
 
 const (
 	keyPid = iota

@@ -38,7 +38,8 @@
 // of the connection's subscriptions it matches, and is decoded once.
 //
 // The package imports nothing of the broker: the protocol is its only
-// contract with it.
+// contract with it, and package protocol, which the broker's gateway
+// uses too, spells its ops, codes, reasons, fields and subjects.
 //
 // Locks: Client.mu (the connection, pending calls, subscriptions) before
 // Subscription.mu (its queue). wsConn.wmu (writes) and natsConn.mu (its

@@ -2,40 +2,29 @@ package client
 
 import (
 	"errors"
-	"time"
+
+	"github.com/seed84792017/cellcast/protocol"
 )
 
-// Error is an error reply of the broker. Code is one of the protocol's
-// stable codes (docs/protocol.md, "Errors").
-type Error struct {
-	Code    string
-	Message string
-	// RetryAfter is the broker's hint on an overloaded reply: when a retry
-	// may succeed.
-	RetryAfter time.Duration
-}
-
-func (e *Error) Error() string { return "cellcast: " + e.Code + ": " + e.Message }
-
-// Is matches an Error against a sentinel of the same code, so that
-// errors.Is(err, ErrOverloaded) holds for every overloaded reply.
-func (e *Error) Is(target error) bool {
-	t, ok := target.(*Error)
-	return ok && t.Message == "" && t.Code == e.Code
-}
+// Error is an error reply of the broker: Code is one of the protocol's
+// stable codes (protocol.Codes, docs/protocol.md "Errors"), RetryAfter
+// the broker's hint on overloaded, Limit the limit an overloaded or
+// too_many reply names. errors.Is matches it against the sentinel of its
+// code, such as ErrOverloaded.
+type Error = protocol.Error
 
 // Sentinels, one per protocol code, for errors.Is.
 var (
-	ErrBadRequest   = &Error{Code: "bad_request"}
-	ErrUnknownOp    = &Error{Code: "unknown_op"}
-	ErrUnauthorized = &Error{Code: "unauthorized"}
-	ErrForbidden    = &Error{Code: "forbidden"}
-	ErrNotFound     = &Error{Code: "not_found"}
-	ErrTooLarge     = &Error{Code: "too_large"}
-	ErrTooMany      = &Error{Code: "too_many"}
-	ErrOverloaded   = &Error{Code: "overloaded"}
-	ErrUnavailable  = &Error{Code: "unavailable"}
-	ErrInternal     = &Error{Code: "internal"}
+	ErrBadRequest   = &Error{Code: protocol.CodeBadRequest}
+	ErrUnknownOp    = &Error{Code: protocol.CodeUnknownOp}
+	ErrUnauthorized = &Error{Code: protocol.CodeUnauthorized}
+	ErrForbidden    = &Error{Code: protocol.CodeForbidden}
+	ErrNotFound     = &Error{Code: protocol.CodeNotFound}
+	ErrTooLarge     = &Error{Code: protocol.CodeTooLarge}
+	ErrTooMany      = &Error{Code: protocol.CodeTooMany}
+	ErrOverloaded   = &Error{Code: protocol.CodeOverloaded}
+	ErrUnavailable  = &Error{Code: protocol.CodeUnavailable}
+	ErrInternal     = &Error{Code: protocol.CodeInternal}
 )
 
 var (

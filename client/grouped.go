@@ -7,6 +7,8 @@ import (
 	"maps"
 	"math"
 	"net/url"
+
+	"github.com/seed84792017/cellcast/protocol"
 )
 
 // A WebSocket client asks for grouped notifications (unless
@@ -21,11 +23,11 @@ type recipient struct {
 }
 
 var (
-	groupPrefix = []byte(`{"op":"notifications","to":[`)
-	groupSid    = []byte(`{"sid":"`)
-	groupPub    = []byte(`],"publication":`)
+	groupPrefix = []byte(protocol.GroupPrefix)
+	groupSid    = []byte(protocol.GroupSid)
+	groupPub    = []byte(protocol.GroupPublication)
 
-	cborGroupPrefix = []byte("\xa3\x62op\x6dnotifications\x62to")
+	cborGroupPrefix = []byte(protocol.CBORGroupPrefix)
 )
 
 // groupedURL adds the handshake parameter that asks for grouped
@@ -36,7 +38,7 @@ func groupedURL(raw string) (string, error) {
 		return "", fmt.Errorf("cellcast: URL %q: %w", raw, err)
 	}
 	q := u.Query()
-	q.Set("notifications", "grouped")
+	q.Set(protocol.ParamNotifications, protocol.NotificationsGrouped)
 	u.RawQuery = q.Encode()
 	return u.String(), nil
 }
@@ -54,7 +56,7 @@ func plain(b []byte) bool {
 }
 
 // isGroup reports whether a text frame is a grouped notification.
-func isGroup(b []byte) bool { return hasOp(b, groupPrefix, "notifications") }
+func isGroup(b []byte) bool { return hasOp(b, groupPrefix, protocol.OpNotifications) }
 
 // splitGroup returns a grouped frame's recipients and publication,
 // appending the recipients to to.
@@ -122,11 +124,11 @@ func splitGroupCBOR(b []byte, to []recipient) ([]recipient, []byte, bool) {
 	start := len(to)
 	for range n {
 		major, m, ok := r.head()
-		if !ok || major != 5 || m != 2 || !r.key("sid") {
+		if !ok || major != 5 || m != 2 || !r.key(protocol.FieldSid) {
 			return to[:start], nil, false
 		}
 		i, j, ok := r.text()
-		if !ok || i == j || !r.key("seq") {
+		if !ok || i == j || !r.key(protocol.FieldSeq) {
 			return to[:start], nil, false
 		}
 		major, seq, ok := r.head()
@@ -135,7 +137,7 @@ func splitGroupCBOR(b []byte, to []recipient) ([]recipient, []byte, bool) {
 		}
 		to = append(to, recipient{sid: rest[i:j], seq: int64(seq)})
 	}
-	if !r.key("publication") {
+	if !r.key(protocol.FieldPublication) {
 		return to[:start], nil, false
 	}
 	return to, rest[r.i:], true

@@ -3,6 +3,8 @@ package client
 import (
 	"bytes"
 	"fmt"
+
+	"github.com/seed84792017/cellcast/protocol"
 )
 
 // What the reader does with each frame: replies to their calls,
@@ -52,11 +54,11 @@ func (c *Client) frameCBOR(tr transport, data []byte) {
 		c.opts.Log.Error("cellcast client: unreadable frame", "err", err, "frame", fmt.Sprintf("%.200x", data))
 		return
 	}
-	if f.Op == "notifications" {
+	if f.Op == protocol.OpNotifications {
 		c.opts.Log.Error("cellcast client: unreadable grouped notification", "frame", fmt.Sprintf("%.200x", data))
 		return
 	}
-	if f.Op == "notification" {
+	if f.Op == protocol.OpNotification {
 		prev := int64(-1)
 		if f.Prev != nil {
 			prev = *f.Prev
@@ -74,7 +76,7 @@ func (c *Client) frameCBOR(tr transport, data []byte) {
 // handle takes a frame other than a notification; bad says its list
 // could not be read.
 func (c *Client) handle(tr transport, rep *wireReply, err error) {
-	if rep.Op == "ended" {
+	if rep.Op == protocol.OpEnded {
 		c.ended(tr, rep.Sid, rep.Reason, rep.Last)
 		return
 	}
@@ -92,19 +94,19 @@ func (c *Client) ended(tr transport, sid, reason string, last int64) {
 	if s == nil {
 		return // ended here already (unsubscribed, say)
 	}
-	if reason != "moved" && last > s.last.Load() {
+	if reason != protocol.EndMoved && last > s.last.Load() {
 		c.stats.gaps.Add(1)
 		c.repair(tr, s)
 		return
 	}
 	switch reason {
-	case "window_over":
+	case protocol.EndWindow:
 		c.end(s, ErrWindowOver)
-	case "cancelled":
+	case protocol.EndCancelled:
 		c.end(s, ErrCancelled)
-	case "moved":
+	case protocol.EndMoved:
 		c.end(s, ErrMoved)
-	default: // "behind", or news to this client: resume while it can
+	default: // EndBehind, or news to this client: resume while it can
 		c.repair(tr, s)
 	}
 }
@@ -119,7 +121,7 @@ func (c *Client) reply(tr transport, rep *wireReply, bad error) {
 		c.opts.Log.Warn("cellcast client: a reply nobody waits for", "id", rep.ID, "op", rep.Op, "code", rep.Code, "message", rep.Message)
 		return
 	}
-	if rep.Op == "page" {
+	if rep.Op == protocol.OpPage {
 		if cl.rep == nil {
 			delete(c.pending, rep.ID)
 			c.mu.Unlock()
@@ -138,8 +140,8 @@ func (c *Client) reply(tr transport, rep *wireReply, bad error) {
 		next := cl.rep.Next
 		c.mu.Unlock()
 		if next != "" { // cursor mode: pull the next page, under the same id
-			b, _ := encodeRequest(tr, &wireRequest{ID: rep.ID, Op: "page", Cursor: next})
-			go tr.send("page", b)
+			b, _ := encodeRequest(tr, &wireRequest{ID: rep.ID, Op: protocol.OpPage, Cursor: next})
+			go tr.send(protocol.OpPage, b)
 		}
 		return
 	}

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/seed84792017/cellcast/protocol"
 )
 
 // natsConn carries requests over NATS: each to the subject of its op with
@@ -75,7 +77,7 @@ func DialNATS(ctx context.Context, url string, opts Options) (*Client, error) {
 	}
 	// Replies come only to the user's own inboxes (docs/protocol.md,
 	// NATS): under auth no other subject is answered or readable.
-	nopts = append(nopts, nats.CustomInboxPrefix("_INBOX."+opts.UID))
+	nopts = append(nopts, nats.CustomInboxPrefix(protocol.InboxPrefix(opts.UID)))
 	var err error
 	if n.nc, err = nats.Connect(url, nopts...); err != nil {
 		return nil, fmt.Errorf("cellcast: NATS %s: %w", url, err)
@@ -154,9 +156,9 @@ func (n *natsConn) listen(uid string) error {
 	if n.notify[uid] != nil {
 		return nil
 	}
-	s, err := n.nc.ChanSubscribe(subjectNotify+uid, n.notes)
+	s, err := n.nc.ChanSubscribe(protocol.NotifySubject(uid), n.notes)
 	if err != nil {
-		return fmt.Errorf("cellcast: listening on %s%s: %w", subjectNotify, uid, err)
+		return fmt.Errorf("cellcast: listening on %s: %w", protocol.NotifySubject(uid), err)
 	}
 	n.notify[uid] = s
 	n.subs = append(n.subs, s)
@@ -164,13 +166,8 @@ func (n *natsConn) listen(uid string) error {
 	return n.nc.Flush()
 }
 
-const (
-	subjectNotify  = "cellcast.notify."
-	subjectRequest = "cellcast."
-)
-
 func (n *natsConn) send(op string, b []byte) error {
-	m := &nats.Msg{Subject: subjectRequest + op, Reply: n.inbox, Data: b}
+	m := &nats.Msg{Subject: protocol.RequestSubject(op), Reply: n.inbox, Data: b}
 	if n.token != "" {
 		m.Header = nats.Header{"Authorization": []string{"Bearer " + n.token}}
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/seed84792017/cellcast/protocol"
 )
 
 // Subscribe stores a subscription and returns it with its past results.
@@ -12,7 +14,7 @@ import (
 // ends. If ctx ends before the reply, a subscription the broker made
 // anyway is cancelled.
 func (c *Client) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription, error) {
-	req := &wireRequest{Op: "subscribe", UID: r.UID, Past: duration(r.Past), Future: duration(r.Future), SelfJoin: r.SelfJoin}
+	req := &wireRequest{Op: protocol.OpSubscribe, UID: r.UID, Past: duration(r.Past), Future: duration(r.Future), SelfJoin: r.SelfJoin}
 	if err := req.locate(r.Location); err != nil {
 		return nil, err
 	}
@@ -20,7 +22,7 @@ func (c *Client) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscripti
 		req.Filter = &wireFilter{Keyword: r.Filter.Keyword, Attrs: r.Filter.Attrs}
 	}
 	return request(ctx, c, req, func(rep *wireReply) (*Subscription, error) {
-		if rep.Op != "subscribed" {
+		if rep.Op != protocol.OpSubscribed {
 			return nil, fmt.Errorf("%w: %q to a subscribe", ErrProtocol, rep.Op)
 		}
 		s := newSubscription(c, &r, req.UID)
@@ -72,8 +74,8 @@ func (c *Client) unsubscribe(ctx context.Context, sid, uid string) error {
 	c.mu.Lock()
 	s := c.subs[sid]
 	c.mu.Unlock()
-	_, err := request(ctx, c, &wireRequest{Op: "unsubscribe", UID: uid, Sid: sid}, func(rep *wireReply) (struct{}, error) {
-		if rep.Op != "unsubscribed" {
+	_, err := request(ctx, c, &wireRequest{Op: protocol.OpUnsubscribe, UID: uid, Sid: sid}, func(rep *wireReply) (struct{}, error) {
+		if rep.Op != protocol.OpUnsubscribed {
 			return struct{}{}, fmt.Errorf("%w: %q to an unsubscribe", ErrProtocol, rep.Op)
 		}
 		return struct{}{}, nil
@@ -92,12 +94,12 @@ func (s *Subscription) Unsubscribe(ctx context.Context) error {
 // Publish stores a publication and notifies the live subscriptions it
 // matches.
 func (c *Client) Publish(ctx context.Context, r PublishRequest) (*Published, error) {
-	req := &wireRequest{Op: "publish", UID: r.UID, Expires: duration(r.Expires), Desc: r.Desc, Attrs: r.Attrs, SelfJoin: r.SelfJoin}
+	req := &wireRequest{Op: protocol.OpPublish, UID: r.UID, Expires: duration(r.Expires), Desc: r.Desc, Attrs: r.Attrs, SelfJoin: r.SelfJoin}
 	if err := req.locate(r.Location); err != nil {
 		return nil, err
 	}
 	return request(ctx, c, req, func(rep *wireReply) (*Published, error) {
-		if rep.Op != "published" {
+		if rep.Op != protocol.OpPublished {
 			return nil, fmt.Errorf("%w: %q to a publish", ErrProtocol, rep.Op)
 		}
 		p := &Published{Pid: rep.Pid, Cell: rep.Cell, Cover: rep.Cover, Matched: rep.Matched}
@@ -115,14 +117,14 @@ func (c *Client) Publish(ctx context.Context, r PublishRequest) (*Published, err
 
 // Query returns the latest live publications by an attribute.
 func (c *Client) Query(ctx context.Context, r QueryRequest) (*Results, error) {
-	req := &wireRequest{Op: "query", Attr: r.Attr, K: r.K}
+	req := &wireRequest{Op: protocol.OpQuery, Attr: r.Attr, K: r.K}
 	if r.From != "" || r.To != "" {
 		req.From, req.To = &r.From, &r.To
 	} else {
 		req.Eq = &r.Eq
 	}
 	return request(ctx, c, req, func(rep *wireReply) (*Results, error) {
-		if rep.Op != "results" {
+		if rep.Op != protocol.OpResults {
 			return nil, fmt.Errorf("%w: %q to a query", ErrProtocol, rep.Op)
 		}
 		return &Results{Attr: rep.Attr, Count: rep.Count, Publications: rep.pubs}, nil
@@ -132,7 +134,7 @@ func (c *Client) Query(ctx context.Context, r QueryRequest) (*Results, error) {
 // QueryPlace returns the latest live publications whose place meets
 // r.Place, narrowed by time, attribute and filter.
 func (c *Client) QueryPlace(ctx context.Context, r PlaceQuery) (*Results, error) {
-	req := &wireRequest{Op: "query", Attr: r.Attr, K: r.K}
+	req := &wireRequest{Op: protocol.OpQuery, Attr: r.Attr, K: r.K}
 	if err := req.place(r.Place); err != nil {
 		return nil, err
 	}
@@ -151,7 +153,7 @@ func (c *Client) QueryPlace(ctx context.Context, r PlaceQuery) (*Results, error)
 		req.Filter = &wireFilter{Keyword: r.Filter.Keyword, Attrs: r.Filter.Attrs}
 	}
 	return request(ctx, c, req, func(rep *wireReply) (*Results, error) {
-		if rep.Op != "results" {
+		if rep.Op != protocol.OpResults {
 			return nil, fmt.Errorf("%w: %q to a query", ErrProtocol, rep.Op)
 		}
 		return &Results{Place: rep.Place, Count: rep.Count, Publications: rep.pubs}, nil

@@ -8,6 +8,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/seed84792017/cellcast/protocol"
 )
 
 // lost fails the calls of a dropped transport and, for a WebSocket,
@@ -147,7 +149,7 @@ const repairTimeout = time.Second
 // and clears once the broker has answered.
 func (c *Client) resume(tr transport, s *Subscription) {
 	after := s.last.Load()
-	err := c.send(context.Background(), tr, &wireRequest{Op: "resume", UID: s.uid, Sid: s.Sid, After: &after}, func(rep *wireReply, err error) {
+	err := c.send(context.Background(), tr, &wireRequest{Op: protocol.OpResume, UID: s.uid, Sid: s.Sid, After: &after}, func(rep *wireReply, err error) {
 		if err != nil {
 			s.repairing.Store(false) // the connection dropped: the next one resumes
 			return

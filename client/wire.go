@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/seed84792017/cellcast/protocol"
 )
 
 // wireRequest is a request as sent; empty fields are left out.
@@ -92,6 +94,7 @@ type wireReply struct {
 	Op           string            `json:"op"`
 	Code         string            `json:"code"`
 	Message      string            `json:"message"`
+	Limit        string            `json:"limit"`
 	RetryAfterMs int64             `json:"retry_after_ms"`
 	Sid          string            `json:"sid"`
 	Pid          string            `json:"pid"`
@@ -120,8 +123,8 @@ type wireReply struct {
 // Lists come last in the broker's replies, spliced after the other
 // fields (gateway/paging.go).
 var (
-	resultsKey = []byte(`,"results":[`)
-	recentKey  = []byte(`,"recent":[`)
+	resultsKey = []byte("," + quoted(protocol.FieldResults) + "[")
+	recentKey  = []byte("," + quoted(protocol.FieldRecent) + "[")
 )
 
 // decodeReply reads a reply and decodes its list; err set with a reply
@@ -138,7 +141,7 @@ func decodeReply(data []byte, stamps *stampCache) (rep *wireReply, err error) {
 		return nil, fmt.Errorf("%w: %v", ErrProtocol, err)
 	}
 	list := rep.Results
-	if rep.Op == "published" {
+	if rep.Op == protocol.OpPublished {
 		list = rep.Recent
 	}
 	rep.pubs, err = publications(list)
@@ -176,10 +179,10 @@ func decodeReplyFast(data []byte, stamps *stampCache) (*wireReply, bool) {
 }
 
 func (r *wireReply) err() error {
-	if r.Op != "error" {
+	if r.Op != protocol.OpError {
 		return nil
 	}
-	return &Error{Code: r.Code, Message: r.Message, RetryAfter: time.Duration(r.RetryAfterMs) * time.Millisecond}
+	return &Error{Code: r.Code, Message: r.Message, RetryAfter: protocol.RetryAfterOf(r.RetryAfterMs), Limit: r.Limit}
 }
 
 // publications decodes a reply's results (or recent) list.

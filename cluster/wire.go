@@ -10,6 +10,7 @@ import (
 
 	"github.com/seed84792017/cellcast/delivery"
 	"github.com/seed84792017/cellcast/listdb"
+	"github.com/seed84792017/cellcast/protocol"
 	"github.com/seed84792017/cellcast/service"
 	"github.com/seed84792017/cellcast/subscriptions"
 )
@@ -86,8 +87,12 @@ func (e *wireError) Error() string { return e.Msg }
 // sid and user), the sequence number, the publication and its rendering
 // (every node renders alike).
 type notification struct {
-	Route    uint64
-	Seq      int64
+	Route uint64
+	Seq   int64
+	// Prev is the sequence number the owner sent on the route before this
+	// one (delivery.Notification.Prev): a holder that last passed on less
+	// missed a batch, and resumes the route from what it has.
+	Prev     int64
 	Replayed bool
 	Pub      *subscriptions.Publication // shared by the batch's notifications of it
 	Body     []byte
@@ -103,10 +108,12 @@ type lostRoute struct {
 }
 
 // encodeNote writes a notification on route of the batch's publication
-// pub.
+// pub: its sequence number, and how far back the one before it on the
+// route was.
 func encodeNote(b []byte, route uint64, n *delivery.Notification, pub uint64) []byte {
 	b = binary.AppendUvarint(b, route)
 	b = binary.AppendVarint(b, n.Seq)
+	b = binary.AppendVarint(b, n.Seq-n.Prev)
 	flag := byte(0)
 	if n.Replayed {
 		flag = 1
@@ -169,12 +176,13 @@ func (r *batchReader) readEntries(b []byte) error {
 			r.pubs = append(r.pubs, notification{Pub: &p, Body: body})
 		case batchNote:
 			route, seq := w.uvarint(), w.varint()
+			prev := seq - w.varint()
 			replayed := w.byte() == 1
 			i := w.uvarint()
 			if w.bad || i >= uint64(len(r.pubs)) {
 				return errShort
 			}
-			r.run = append(r.run, notification{Route: route, Seq: seq, Replayed: replayed, Pub: r.pubs[i].Pub, Body: r.pubs[i].Body})
+			r.run = append(r.run, notification{Route: route, Seq: seq, Prev: prev, Replayed: replayed, Pub: r.pubs[i].Pub, Body: r.pubs[i].Body})
 		case batchEnded:
 			j := w.bytes()
 			if w.bad {
@@ -200,46 +208,64 @@ func (r *batchReader) readEntries(b []byte) error {
 	return nil
 }
 
+// Error kinds between nodes. An error class that alone gets a client's
+// code (gateway.CodeOf) goes as that code; service.Query's two errors,
+// bad_request to a client like subscriptions.ErrBadRequest, keep kinds of
+// their own, so that a caller on the holding node still tells them apart
+// as service promises. Every node runs one release, so the kinds may
+// change with it.
+const (
+	kindOverloaded  = protocol.CodeOverloaded  // delivery.OverloadedError, with its RetryAfter
+	kindForbidden   = protocol.CodeForbidden   // delivery.ErrForbidden
+	kindNotFound    = protocol.CodeNotFound    // subscriptions.ErrUnknownSid
+	kindBadRequest  = protocol.CodeBadRequest  // subscriptions.ErrBadRequest
+	kindUnavailable = protocol.CodeUnavailable // service.ErrUnavailable
+	kindInternal    = protocol.CodeInternal    // anything else: a failure
+	kindBadQuery    = "bad_query"              // service.ErrBadQuery, its message kept whole
+	kindNoCatalog   = "no_catalog"             // service.ErrNoCatalog
+)
+
 // toWire carries err's kind to another node.
 func toWire(err error) *wireError {
 	var oe *delivery.OverloadedError
-	w := &wireError{Kind: "internal", Msg: err.Error()}
+	w := &wireError{Kind: kindInternal, Msg: err.Error()}
 	switch {
 	case errors.As(err, &oe):
-		w.Kind, w.Retry = "overloaded", oe.RetryAfter
+		w.Kind, w.Retry = kindOverloaded, oe.RetryAfter
 	case errors.Is(err, delivery.ErrForbidden):
-		w.Kind = "forbidden"
+		w.Kind = kindForbidden
 	case errors.Is(err, service.ErrBadQuery):
-		w.Kind = "bad_query"
+		w.Kind = kindBadQuery
 	case errors.Is(err, service.ErrNoCatalog):
-		w.Kind = "no_catalog"
+		w.Kind = kindNoCatalog
 	case errors.Is(err, subscriptions.ErrUnknownSid):
-		w.Kind = "unknown_sid"
+		w.Kind = kindNotFound
 	case errors.Is(err, subscriptions.ErrBadRequest):
-		w.Kind = "bad_request"
+		w.Kind = kindBadRequest
 	case errors.Is(err, service.ErrUnavailable):
-		w.Kind = "unavailable"
+		w.Kind = kindUnavailable
 	}
 	return w
 }
 
 // fromWire turns a wire error back into one that errors.Is and errors.As
-// match as on the node that made it.
+// match as on the node that made it; an internal one stays a *wireError,
+// which matches nothing, as a failure's class does not cross.
 func fromWire(w *wireError) error {
 	switch w.Kind {
-	case "overloaded":
+	case kindOverloaded:
 		return &delivery.OverloadedError{RetryAfter: w.Retry}
-	case "forbidden":
+	case kindForbidden:
 		return fmt.Errorf("%w (%s)", delivery.ErrForbidden, w.Msg)
-	case "bad_query": // the message a single broker would give
+	case kindBadQuery: // the message a single broker would give
 		return fmt.Errorf("%w%s", service.ErrBadQuery, strings.TrimPrefix(w.Msg, service.ErrBadQuery.Error()))
-	case "no_catalog":
+	case kindNoCatalog:
 		return service.ErrNoCatalog
-	case "unknown_sid":
+	case kindNotFound:
 		return fmt.Errorf("%w (%s)", subscriptions.ErrUnknownSid, w.Msg)
-	case "bad_request":
+	case kindBadRequest:
 		return fmt.Errorf("%w (%s)", subscriptions.ErrBadRequest, w.Msg)
-	case "unavailable":
+	case kindUnavailable:
 		return fmt.Errorf("%w (%s)", service.ErrUnavailable, w.Msg)
 	}
 	return w

@@ -13,6 +13,8 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 	"github.com/gorilla/websocket"
+
+	"github.com/seed84792017/cellcast/protocol"
 )
 
 // The binary encoding (docs/protocol.md, "Encodings"). A WebSocket client
@@ -26,8 +28,8 @@ import (
 // around a cached CBOR publication. Requests go the other way: a CBOR
 // request becomes its JSON, which the one request decoder reads.
 const (
-	SubprotocolJSON = "cellcast.json"
-	SubprotocolCBOR = "cellcast.cbor"
+	SubprotocolJSON = protocol.SubprotocolJSON
+	SubprotocolCBOR = protocol.SubprotocolCBOR
 )
 
 // subprotocol picks the first subprotocol the client asks for that the
@@ -277,9 +279,9 @@ func appendInt(b []byte, n int64) []byte {
 // A notification in CBOR: the JSON notification's four fields, in its
 // order, around the publication's cached CBOR.
 const (
-	cborNotePrefix = "\xa4\x62op\x6cnotification\x63sid"
-	cborNoteSeq    = "\x63seq"
-	cborNotePub    = "\x6bpublication"
+	cborNotePrefix = protocol.CBORNotePrefix
+	cborNoteSeq    = protocol.CBORNoteSeq
+	cborNotePub    = protocol.CBORNotePublication
 )
 
 func appendNotificationCBOR(b []byte, sid string, seq int64, body []byte) []byte {

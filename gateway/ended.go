@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"github.com/seed84792017/cellcast/delivery"
+	"github.com/seed84792017/cellcast/protocol"
 )
 
 // endedFrame tells a subscriber that a subscription stopped routing to it,
@@ -13,7 +14,7 @@ func endedFrame(e delivery.End) []byte {
 		Sid    string             `json:"sid"`
 		Reason delivery.EndReason `json:"reason"`
 		Last   int64              `json:"last"`
-	}{"ended", e.Sid, e.Why, e.Last})
+	}{protocol.OpEnded, e.Sid, e.Why, e.Last})
 }
 
 // Ended implements delivery.Ender. The frame takes the room of replies; a

@@ -11,6 +11,7 @@ import (
 
 	"github.com/seed84792017/cellcast/auth"
 	"github.com/seed84792017/cellcast/delivery"
+	"github.com/seed84792017/cellcast/protocol"
 	"github.com/seed84792017/cellcast/service"
 	"github.com/seed84792017/cellcast/subscriptions"
 )
@@ -197,7 +198,7 @@ func (g *Gateway) serveDecoded(ctx context.Context, s session, req *Request, e *
 	}
 	if e == nil {
 		if !g.begin() {
-			e = codeOf(errClosing)
+			e = CodeOf(errClosing)
 		} else {
 			e = g.run(ctx, s, req)
 			g.ops.Done()
@@ -214,7 +215,7 @@ func (g *Gateway) serveDecoded(ctx context.Context, s session, req *Request, e *
 	if g.metrics != nil {
 		op := req.Op
 		switch op {
-		case "subscribe", "publish", "unsubscribe", "resume", "query", "page":
+		case protocol.OpSubscribe, protocol.OpPublish, protocol.OpUnsubscribe, protocol.OpResume, protocol.OpQuery, protocol.OpPage:
 		default:
 			op = "other"
 		}
@@ -240,17 +241,17 @@ func (g *Gateway) actor(s session, req *Request, required bool) (string, *Error)
 func (g *Gateway) run(ctx context.Context, s session, req *Request) *Error {
 	var err error
 	switch req.Op {
-	case "subscribe":
+	case protocol.OpSubscribe:
 		err = g.subscribe(ctx, s, req)
-	case "publish":
+	case protocol.OpPublish:
 		err = g.publish(ctx, s, req)
-	case "unsubscribe":
+	case protocol.OpUnsubscribe:
 		err = g.unsubscribe(ctx, s, req)
-	case "resume":
+	case protocol.OpResume:
 		err = g.resume(ctx, s, req)
-	case "query":
+	case protocol.OpQuery:
 		err = g.query(ctx, s, req)
-	case "page":
+	case protocol.OpPage:
 		err = g.page(s, req)
 	case "":
 		return errorf(CodeBadRequest, "missing op")
@@ -258,7 +259,7 @@ func (g *Gateway) run(ctx context.Context, s session, req *Request) *Error {
 		return errorf(CodeUnknownOp, "unknown op %q: use subscribe, publish, unsubscribe, resume, query or page", req.Op)
 	}
 	if err != nil {
-		e := codeOf(err)
+		e := CodeOf(err)
 		if e.Code == CodeInternal {
 			g.log.Error("storage failure", "op", req.Op, "err", err)
 		}
@@ -307,8 +308,8 @@ func (g *Gateway) subscribe(ctx context.Context, s session, req *Request) error 
 		if past == nil {
 			past = g.render(res.Past)
 		}
-		g.replyPaged(s, req, encode(subscribedReply{ID: req.ID, Op: "subscribed", Sid: sid, Cell: res.Sub.Cell.String(), Cover: coverStrings(res.Sub.Cover),
-			Ts: FormatTime(res.Sub.Ts), ExpiresAt: FormatTime(res.Sub.Tmax), Live: res.Stored}), "results", past)
+		g.replyPaged(s, req, encode(subscribedReply{ID: req.ID, Op: protocol.OpSubscribed, Sid: sid, Cell: res.Sub.Cell.String(), Cover: coverStrings(res.Sub.Cover),
+			Ts: FormatTime(res.Sub.Ts), ExpiresAt: FormatTime(res.Sub.Tmax), Live: res.Stored}), protocol.FieldResults, past)
 	})
 }
 
@@ -328,10 +329,10 @@ func (g *Gateway) publish(ctx context.Context, s session, req *Request) error {
 	}
 	pr.Cell, pr.Cover, pr.Shape = at.cell, at.cover, at.shape
 	return g.svc.Publish(ctx, pr, func(res *subscriptions.PublishResult) {
-		r := publishedReply{ID: req.ID, Op: "published", Pid: res.Pub.Pid(), Cell: res.Pub.Cell.String(), Cover: coverStrings(res.Pub.Cover),
+		r := publishedReply{ID: req.ID, Op: protocol.OpPublished, Pid: res.Pub.Pid(), Cell: res.Pub.Cell.String(), Cover: coverStrings(res.Pub.Cover),
 			Tp: FormatTime(res.Pub.Tp), ExpiresAt: FormatTime(res.Pub.Tmax), Matched: len(res.Matches)}
 		if req.SelfJoin {
-			g.replyPaged(s, req, encode(r), "recent", g.render(res.Recent))
+			g.replyPaged(s, req, encode(r), protocol.FieldRecent, g.render(res.Recent))
 			return
 		}
 		s.reply(encode(r))
@@ -350,7 +351,7 @@ func (g *Gateway) unsubscribe(ctx context.Context, s session, req *Request) erro
 		return err
 	}
 	g.users.dropSub(s.uid(), req.Sid)
-	s.reply(encode(simpleReply{ID: req.ID, Op: "unsubscribed", Sid: req.Sid}))
+	s.reply(encode(simpleReply{ID: req.ID, Op: protocol.OpUnsubscribed, Sid: req.Sid}))
 	return nil
 }
 
@@ -371,7 +372,7 @@ func (g *Gateway) resume(ctx context.Context, s session, req *Request) error {
 		// The replayed notifications follow through the sink, as
 		// notifications: a queue too full for them makes the route lag
 		// and catch up, rather than cutting the client.
-		s.reply(encode(simpleReply{ID: req.ID, Op: "resumed", Sid: req.Sid, Replayed: &n}))
+		s.reply(encode(simpleReply{ID: req.ID, Op: protocol.OpResumed, Sid: req.Sid, Replayed: &n}))
 	})
 }
 

@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/seed84792017/cellcast/protocol"
 )
 
 // A connection that opens with ?notifications=grouped gets the
@@ -25,10 +27,10 @@ import (
 
 // groupedNotifications reads the handshake's notifications parameter.
 func groupedNotifications(r *http.Request) (bool, error) {
-	switch v := r.URL.Query().Get("notifications"); v {
+	switch v := r.URL.Query().Get(protocol.ParamNotifications); v {
 	case "":
 		return false, nil
-	case "grouped":
+	case protocol.NotificationsGrouped:
 		return true, nil
 	default:
 		return false, fmt.Errorf("notifications=%.40q: the only value is grouped", v)
@@ -61,13 +63,13 @@ func groupLen(fs []frame) int {
 }
 
 const (
-	groupPrefix = `{"op":"notifications","to":[`
-	groupSid    = `{"sid":"`
-	groupSeq    = `","seq":`
-	groupPub    = `],"publication":`
+	groupPrefix = protocol.GroupPrefix
+	groupSid    = protocol.GroupSid
+	groupSeq    = protocol.NoteSeq
+	groupPub    = protocol.GroupPublication
 
-	cborGroupPrefix = "\xa3\x62op\x6dnotifications\x62to"
-	cborGroupSid    = "\xa2\x63sid"
+	cborGroupPrefix = protocol.CBORGroupPrefix
+	cborGroupSid    = protocol.CBORGroupSid
 )
 
 // groupSize is the payload length of fs as one grouped frame.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/seed84792017/cellcast/auth"
 	"github.com/seed84792017/cellcast/delivery"
+	"github.com/seed84792017/cellcast/protocol"
 )
 
 // ServeHTTP serves POST /api/{op} with a request body as on the other
@@ -38,7 +39,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		req.Op = op // for the metrics
 	}
-	if e == nil && op == "resume" {
+	if e == nil && op == protocol.OpResume {
 		e = errorf(CodeBadRequest, "resume needs a WebSocket or NATS client to push to")
 	}
 	if e == nil && req.Paging == pagingPush {

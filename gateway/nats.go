@@ -11,14 +11,15 @@ import (
 
 	"github.com/seed84792017/cellcast/auth"
 	"github.com/seed84792017/cellcast/delivery"
+	"github.com/seed84792017/cellcast/protocol"
 )
 
-// NATS subjects.
+// NATS subjects: the protocol's.
 const (
-	SubjectPub    = "cellcast.pub"    // cellcast.pub.<dewey tokens> or cellcast.pub.topic.<path tokens>
-	SubjectNotify = "cellcast.notify" // cellcast.notify.<uid>
-	// Requests: cellcast.<op> for each op of the protocol.
-	SubjectPrefix = "cellcast."
+	SubjectPub    = protocol.SubjectPub    // cellcast.pub.<dewey tokens> or cellcast.pub.topic.<path tokens>
+	SubjectNotify = protocol.SubjectNotify // cellcast.notify.<uid>
+	// Requests: cellcast.<op> for each of protocol.RequestOps.
+	SubjectPrefix = protocol.SubjectPrefix
 	// QueueGroup spreads requests over the brokers sharing a NATS server,
 	// so each is handled once.
 	QueueGroup = "cellcast"
@@ -63,7 +64,7 @@ func (g *Gateway) ServeNATS(nc *nats.Conn) (stop func() error, err error) {
 		stop()
 		return nil, err
 	}
-	for _, op := range []string{"publish", "subscribe", "unsubscribe", "resume", "query", "page"} {
+	for _, op := range protocol.RequestOps() {
 		if err := handle(SubjectPrefix+op, func(m *nats.Msg) { g.serveNATS(sink, m, op, "") }); err != nil {
 			stop()
 			return nil, err
@@ -132,12 +133,7 @@ func (g *Gateway) serveNATS(sink *natsSink, m *nats.Msg, op, where string) {
 // an authenticated user must ask for replies under "_INBOX.<uid>.", which
 // only that user may subscribe to (nats.CustomInboxPrefix(InboxPrefix(uid))).
 // Without auth, any "_INBOX." subject will do.
-func InboxPrefix(uid string) string {
-	if uid == "" {
-		return "_INBOX"
-	}
-	return "_INBOX." + uid
-}
+func InboxPrefix(uid string) string { return protocol.InboxPrefix(uid) }
 
 // replyAllowed reports whether the broker may answer on reply for uid
 // ("" unauthenticated). No reply subject is fine: nothing is sent.

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/seed84792017/cellcast/protocol"
 	"github.com/seed84792017/cellcast/subscriptions"
 )
 
@@ -19,8 +20,8 @@ import (
 
 // Paging modes a request may ask for.
 const (
-	pagingPush   = "push"
-	pagingCursor = "cursor"
+	pagingPush   = protocol.PagingPush
+	pagingCursor = protocol.PagingCursor
 )
 
 // natsHeadroom is what a NATS reply budget leaves below the server's max
@@ -99,7 +100,7 @@ func (g *Gateway) replyPaged(s session, req *Request, head []byte, key string, i
 		budget = b.replyBudget(budget)
 	}
 	first := len(head) + len(`,"more":true,"pages":,"next":"",""":[]`) + maxPageDigits + cursorLen + len(key)
-	rest := len(encode(pageReply{ID: req.ID, Op: "page", Of: of, Page: 1e9, More: false, Next: strings.Repeat("x", cursorLen)})) +
+	rest := len(encode(pageReply{ID: req.ID, Op: protocol.OpPage, Of: of, Page: 1e9, More: false, Next: strings.Repeat("x", cursorLen)})) +
 		len(`,"results":[]`)
 	ends := splitPages(sizes, first, rest, budget)
 	if len(ends) == 1 {
@@ -123,7 +124,7 @@ func (g *Gateway) replyPaged(s session, req *Request, head []byte, key string, i
 		frames := make([][]byte, len(pages))
 		frames[0] = withArray(withPaging(head, len(pages), ""), key, pages[0])
 		for i := 1; i < len(pages); i++ {
-			frames[i] = withArray(encode(pageReply{ID: req.ID, Op: "page", Of: of, Page: i + 1, More: i+1 < len(pages)}), "results", pages[i])
+			frames[i] = withArray(encode(pageReply{ID: req.ID, Op: protocol.OpPage, Of: of, Page: i + 1, More: i+1 < len(pages)}), protocol.FieldResults, pages[i])
 		}
 		if p.replyAll(frames) {
 			return
@@ -158,7 +159,7 @@ func (g *Gateway) page(s session, req *Request) error {
 	if len(id) == 0 {
 		id = pg.id
 	}
-	s.reply(withArray(encode(pageReply{ID: id, Op: "page", Of: pg.of, Page: pg.page, More: pg.next != "", Next: pg.next}), "", [][]byte{pg.results}))
+	s.reply(withArray(encode(pageReply{ID: id, Op: protocol.OpPage, Of: pg.of, Page: pg.page, More: pg.next != "", Next: pg.next}), "", [][]byte{pg.results}))
 	return nil
 }
 
@@ -183,7 +184,7 @@ func withPaging(obj []byte, pages int, next string) []byte {
 func withArray(obj []byte, key string, items [][]byte) []byte {
 	rendered := key == ""
 	if rendered {
-		key = "results"
+		key = protocol.FieldResults
 	}
 	n := len(obj) + len(key) + len(`,"":[]`) + len(items)
 	for _, it := range items {

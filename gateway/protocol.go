@@ -12,42 +12,36 @@ import (
 
 	"github.com/seed84792017/cellcast/delivery"
 	"github.com/seed84792017/cellcast/geo"
+	"github.com/seed84792017/cellcast/protocol"
 	"github.com/seed84792017/cellcast/service"
 	"github.com/seed84792017/cellcast/subscriptions"
 )
 
-// Error codes of error replies.
+// Error codes of error replies: the protocol's, where each is explained.
 const (
-	CodeBadRequest   = "bad_request"
-	CodeUnauthorized = "unauthorized"
-	CodeForbidden    = "forbidden"
-	CodeNotFound     = "not_found"
-	CodeOverloaded   = "overloaded"  // request rate over the limit
-	CodeTooLarge     = "too_large"   // frame over the size limit
-	CodeTooMany      = "too_many"    // subscriptions per connection over the limit
-	CodeUnavailable  = "unavailable" // the broker is shutting down
-	CodeInternal     = "internal"    // a storage failure; the request may be retried
-	CodeUnknownOp    = "unknown_op"  // op is not one of the protocol's
+	CodeBadRequest   = protocol.CodeBadRequest
+	CodeUnauthorized = protocol.CodeUnauthorized
+	CodeForbidden    = protocol.CodeForbidden
+	CodeNotFound     = protocol.CodeNotFound
+	CodeOverloaded   = protocol.CodeOverloaded
+	CodeTooLarge     = protocol.CodeTooLarge
+	CodeTooMany      = protocol.CodeTooMany
+	CodeUnavailable  = protocol.CodeUnavailable
+	CodeInternal     = protocol.CodeInternal
+	CodeUnknownOp    = protocol.CodeUnknownOp
 )
 
-// Error is an error reply.
-type Error struct {
-	Code    string
-	Message string
-	// RetryAfter, on overloaded, says when a retry may succeed.
-	RetryAfter time.Duration
-	// Limit, on overloaded and too_many, names the limit hit (quota.go).
-	Limit string
-}
-
-func (e *Error) Error() string { return e.Code + ": " + e.Message }
+// Error is an error reply, the one the Go client reads back.
+type Error = protocol.Error
 
 func errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// codeOf maps an operation's error to its reply code.
-func codeOf(err error) *Error {
+// CodeOf is the error reply to an operation that failed with err. A
+// cluster carries these errors' classes between nodes (cluster's toWire),
+// and its tests hold it to giving a client the same reply from any node.
+func CodeOf(err error) *Error {
 	var e *Error
 	switch {
 	case errors.As(err, &e):
@@ -60,7 +54,7 @@ func codeOf(err error) *Error {
 		return &Error{Code: CodeForbidden, Message: err.Error()}
 	case errors.Is(err, subscriptions.ErrUnknownSid):
 		return &Error{Code: CodeNotFound, Message: err.Error()}
-	case errors.Is(err, subscriptions.ErrBadRequest):
+	case errors.Is(err, subscriptions.ErrBadRequest), errors.Is(err, service.ErrBadQuery), errors.Is(err, service.ErrNoCatalog):
 		return &Error{Code: CodeBadRequest, Message: err.Error()}
 	case errors.Is(err, errClosing):
 		return &Error{Code: CodeUnavailable, Message: "the broker is shutting down"}
@@ -289,11 +283,11 @@ func (l *Locator) EncodePublicationCBOR(p *subscriptions.Publication) []byte {
 // prefix, sid, middle, seq, publicationKey, body, suffix. Sids hold only
 // [0-9a-z.t-], so they need no escaping.
 const (
-	notePrefix = `{"op":"notification","sid":"`
-	noteMiddle = `","seq":`
-	notePrev   = `,"prev":`
-	noteKey    = `,"publication":`
-	noteSuffix = `}`
+	notePrefix = protocol.NotePrefix
+	noteMiddle = protocol.NoteSeq
+	notePrev   = protocol.NotePrev
+	noteKey    = protocol.NotePublication
+	noteSuffix = protocol.NoteSuffix
 )
 
 // appendNotification renders a notification onto b.
@@ -384,7 +378,7 @@ func encode(v any) []byte {
 }
 
 func errorFrame(id json.RawMessage, e *Error) []byte {
-	return encode(errorReply{ID: id, Op: "error", Code: e.Code, Message: e.Message, Limit: e.Limit, RetryAfterMs: int64((e.RetryAfter + time.Millisecond - 1) / time.Millisecond)})
+	return encode(errorReply{ID: id, Op: protocol.OpError, Code: e.Code, Message: e.Message, Limit: e.Limit, RetryAfterMs: e.RetryAfterMs()})
 }
 
 // SubjectSafe reports whether uid can be a NATS subject token.

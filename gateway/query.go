@@ -2,10 +2,10 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/seed84792017/cellcast/geo"
+	"github.com/seed84792017/cellcast/protocol"
 	"github.com/seed84792017/cellcast/service"
 	"github.com/seed84792017/cellcast/subscriptions"
 )
@@ -29,9 +29,9 @@ func (g *Gateway) query(ctx context.Context, s session, req *Request) error {
 	}
 	res, err := g.svc.Query(q)
 	if err != nil {
-		return queryError(err)
+		return err // CodeOf makes a bad query a bad_request
 	}
-	g.replyPaged(s, req, encode(resultsReply{ID: req.ID, Op: "results", Attr: req.Attr, Count: len(res)}), "results", g.render(res))
+	g.replyPaged(s, req, encode(resultsReply{ID: req.ID, Op: protocol.OpResults, Attr: req.Attr, Count: len(res)}), protocol.FieldResults, g.render(res))
 	return nil
 }
 
@@ -124,7 +124,7 @@ func (g *Gateway) queryPlace(ctx context.Context, s session, req *Request) error
 		if past == nil {
 			past = g.render(res.Past)
 		}
-		g.replyPaged(s, req, encode(resultsReply{ID: req.ID, Op: "results", Place: placeName, Count: len(past)}), "results", past)
+		g.replyPaged(s, req, encode(resultsReply{ID: req.ID, Op: protocol.OpResults, Place: placeName, Count: len(past)}), protocol.FieldResults, past)
 	})
 }
 
@@ -135,11 +135,4 @@ func queryTime(field, s string) (time.Time, error) {
 		return t, errorf(CodeBadRequest, "%s %q is not an RFC 3339 time", field, s)
 	}
 	return t, nil
-}
-
-func queryError(err error) error {
-	if errors.Is(err, service.ErrBadQuery) || errors.Is(err, service.ErrNoCatalog) {
-		return errorf(CodeBadRequest, "%v", err)
-	}
-	return err
 }

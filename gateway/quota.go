@@ -7,18 +7,20 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/seed84792017/cellcast/dewey"
+	"github.com/seed84792017/cellcast/protocol"
 	"github.com/seed84792017/cellcast/subscriptions"
 )
 
-// The limits an overloaded or too_many error names in its limit field.
+// The limits an overloaded or too_many error names in its limit field
+// (protocol.Limits), each with the setting that bounds it.
 const (
-	LimitConnRate          = "connection_rate"          // Limits.Rate
-	LimitUserRate          = "user_rate"                // Limits.UserRate
-	LimitConnSubscriptions = "connection_subscriptions" // Limits.MaxSubscriptions
-	LimitUserSubscriptions = "user_subscriptions"       // Limits.UserSubscriptions
-	LimitUserConnections   = "user_connections"         // Limits.UserConnections
-	LimitUserNewTopics     = "user_new_topics"          // Limits.UserNewTopics
-	LimitTopics            = "topics"                   // Limits.MaxTopics
+	LimitConnRate          = protocol.LimitConnRate          // Limits.Rate
+	LimitUserRate          = protocol.LimitUserRate          // Limits.UserRate
+	LimitConnSubscriptions = protocol.LimitConnSubscriptions // Limits.MaxSubscriptions
+	LimitUserSubscriptions = protocol.LimitUserSubscriptions // Limits.UserSubscriptions
+	LimitUserConnections   = protocol.LimitUserConnections   // Limits.UserConnections
+	LimitUserNewTopics     = protocol.LimitUserNewTopics     // Limits.UserNewTopics
+	LimitTopics            = protocol.LimitTopics            // Limits.MaxTopics
 )
 
 // users keeps the per-user quotas, which hold across every transport and

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seed84792017/cellcast/client"
+	"github.com/seed84792017/cellcast/protocol"
 )
 
 // sub prints a subscription's past results, then its notifications until
@@ -55,7 +56,7 @@ func sub(ctx context.Context, args []string, e env, stdout, stderr io.Writer) in
 			Cover     []string `json:"cover,omitempty"`
 			ExpiresAt string   `json:"expires_at"`
 			Past      int      `json:"past"`
-		}{"subscribed", s.Sid, s.Cell, s.Cover, stamp(s.ExpiresAt), len(s.Past)})
+		}{protocol.OpSubscribed, s.Sid, s.Cell, s.Cover, stamp(s.ExpiresAt), len(s.Past)})
 	} else {
 		fmt.Fprintf(stderr, "subscribed %s at %s until %s, %d past\n", s.Sid, cells(s.Cell, s.Cover), s.ExpiresAt.Local().Format("15:04:05"), len(s.Past))
 	}
