@@ -116,6 +116,10 @@ func registerNode(reg prometheus.Registerer, n *cluster.Node) {
 			stat(func(s cluster.Stats) float64 { return float64(s.PastRendered) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_cluster_lost_refs_total", Help: "Subscribe replies this node failed (unavailable) for naming past results it no longer kept; it then asks for renderings again."},
 			stat(func(s cluster.Stats) float64 { return float64(s.LostRefs) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_cluster_gaps_total", Help: "Subscriptions this node resumed at their shard's owner because a notification was lost on its way here (repaired by the owner's replay)."},
+			stat(func(s cluster.Stats) float64 { return float64(s.Gaps) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_cluster_flush_errors_total", Help: "Batches of notifications and answers to other nodes that NATS refused; each is kept and sent again."},
+			stat(func(s cluster.Stats) float64 { return float64(s.FlushErrors) })),
 		ownedShards{n, prometheus.NewDesc("cellcast_cluster_shard_owned", "1 for each shard this node serves, by name.", []string{"shard"}, nil)},
 	)
 }

@@ -93,15 +93,21 @@ type sink struct {
 	got   map[string][]string // sid -> publication descriptions, in order
 	last  map[string]int64
 	ended map[string]delivery.EndReason
+	// broken counts notifications whose Prev is not the last one taken:
+	// the gap a subscriber would see and have to resume from.
+	broken map[string]int
 }
 
 func newSink() *sink {
-	return &sink{got: map[string][]string{}, last: map[string]int64{}, ended: map[string]delivery.EndReason{}}
+	return &sink{got: map[string][]string{}, last: map[string]int64{}, ended: map[string]delivery.EndReason{}, broken: map[string]int{}}
 }
 
 func (k *sink) Notify(n *delivery.Notification) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if n.Prev != k.last[n.Sid] {
+		k.broken[n.Sid]++
+	}
 	k.got[n.Sid] = append(k.got[n.Sid], string(n.Body))
 	k.last[n.Sid] = n.Seq
 	return true

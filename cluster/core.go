@@ -32,9 +32,7 @@ func (n *Node) Subscribe(ctx context.Context, req *subscriptions.SubscribeReques
 		if r.Err != nil || r.SubR == nil || !r.SubR.Stored || sink == nil {
 			return
 		}
-		h.mu.Lock()
-		h.put(&route{id: id, sid: r.Sid, uid: req.Uid, shard: shard, node: r.Node, sink: sink, state: opening})
-		h.mu.Unlock()
+		h.put(&route{id: id, sid: r.Sid, uid: req.Uid, shard: shard, node: r.Node, sink: sink, state: opening}) // h.mu is held
 	})
 	if err != nil {
 		h.abandon(id)
@@ -161,18 +159,19 @@ func (n *Node) resumeAt(ctx context.Context, shard, sid string, after int64, own
 	var moved *route
 	id := h.next.Add(1)
 	rep, err := h.call(ctx, shard, &request{Op: opResume, Holder: n.cfg.ID, Sid: sid, After: after, Owner: owner, Route: id}, func(r *reply) {
-		if r.Err != nil || r.Rep == nil {
+		if r.Err != nil || r.Rep == nil { // h.mu is held
 			return
 		}
-		h.mu.Lock()
 		if old := h.routes[sid]; old != nil && old.sink != sink {
 			moved = old
 		}
 		h.put(&route{id: id, sid: sid, uid: r.Rep.Sub.Uid, shard: shard, node: r.Node, sink: sink, last: after, state: opening})
-		h.mu.Unlock()
 	})
-	if moved != nil {
-		delivery.Lose(moved.sink, delivery.End{Sid: sid, Uid: moved.uid, Why: delivery.EndMoved, Last: moved.last})
+	h.mu.Lock() // moved was set, if at all, under it, and the call is over
+	gone := moved
+	h.mu.Unlock()
+	if gone != nil {
+		delivery.Lose(gone.sink, delivery.End{Sid: sid, Uid: gone.uid, Why: delivery.EndMoved, Last: gone.last})
 	}
 	if err != nil {
 		h.abandon(id)

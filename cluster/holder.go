@@ -54,8 +54,15 @@ type route struct {
 type call struct {
 	done chan *reply
 	// onReply runs on the inbox goroutine before any later message from
-	// the owner is read, so routes exist before their notifications.
+	// the owner is read, so routes exist before their notifications, with
+	// h.mu held, and only if the caller has not given up: a route made
+	// after its caller had gone would never open or be abandoned.
 	onReply func(*reply)
+	shard   string
+	// answered and abandoned, under h.mu: the reply was handled (onReply
+	// ran), or the caller gave up first (then a reply that made a route
+	// at the owner is undone there: detach).
+	answered, abandoned bool
 }
 
 // holder keeps the routes of the subscriptions whose subscribers this
@@ -80,6 +87,9 @@ type holder struct {
 	recheck bool
 	note    delivery.Notification // filled for each notification passed on
 	found   []*route              // notify's, kept from call to call
+	// gaps are the routes pass found missing a notification, marked
+	// resuming: resumed once h.mu is released (repair).
+	gaps []*route
 }
 
 func newHolder(n *Node) *holder {
@@ -139,7 +149,7 @@ func (h *holder) replied(id string, data []byte, noOwner bool) {
 		r = &reply{Err: &wireError{Kind: "internal", Msg: err.Error()}}
 	}
 	if c := h.take(id); c != nil {
-		c.answer(r)
+		h.answer(c, r)
 	}
 }
 
@@ -147,7 +157,7 @@ func (h *holder) replied(id string, data []byte, noOwner bool) {
 // caller.
 func (h *holder) answered(id string, r *reply) {
 	if c := h.take(id); c != nil {
-		c.answer(r)
+		h.answer(c, r)
 	}
 }
 
@@ -160,11 +170,35 @@ func (h *holder) take(id string) *call {
 	return c
 }
 
-func (c *call) answer(r *reply) {
-	if c.onReply != nil {
-		c.onReply(r)
+// answer runs c's onReply, unless its caller gave up, and hands r over.
+func (h *holder) answer(c *call, r *reply) {
+	h.mu.Lock()
+	gone := c.abandoned
+	if !gone {
+		c.answered = true
+		if c.onReply != nil {
+			c.onReply(r)
+		}
+	}
+	h.mu.Unlock()
+	if gone && r != nil && r.Err == nil && r.Sid != "" {
+		// The owner routes the subscription here, for a caller that is
+		// not waiting any more: stop it.
+		h.send(c.shard, &request{Op: opDetach, Holder: h.n.cfg.ID, Sids: []string{r.Sid}}, "")
 	}
 	c.done <- r
+}
+
+// giveUp marks c abandoned unless its reply was handled, and reports
+// whether it was.
+func (h *holder) giveUp(id string, c *call) (answered bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.calls, id)
+	if !c.answered {
+		c.abandoned = true
+	}
+	return c.answered
 }
 
 // attemptTimeout bounds the wait for one owner's reply. Past it the
@@ -182,7 +216,7 @@ func (h *holder) call(ctx context.Context, shard string, req *request, onReply f
 	backoff := 20 * time.Millisecond
 	for {
 		id := strconv.FormatUint(h.next.Add(1), 36)
-		c := &call{done: make(chan *reply, 1), onReply: onReply}
+		c := &call{done: make(chan *reply, 1), onReply: onReply, shard: shard}
 		h.mu.Lock()
 		h.calls[id] = c
 		h.mu.Unlock()
@@ -203,7 +237,7 @@ func (h *holder) call(ctx context.Context, shard string, req *request, onReply f
 				return r, nil
 			}
 		case <-ctx.Done():
-			h.forget(id)
+			h.giveUp(id, c) // a route its reply made, the caller abandons
 			return nil, fmt.Errorf("%w: no answer from shard %s: %w", service.ErrUnavailable, shard, ctx.Err())
 		}
 		select { // no owner yet
@@ -243,7 +277,6 @@ func (h *holder) forget(id string) {
 // each alone (the holder's largest cost in profiles).
 func (h *holder) notify(ws []notification) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	rs := h.found[:0]
 	for i := range ws {
 		rs = append(rs, h.byID.get(ws[i].Route))
@@ -253,6 +286,19 @@ func (h *holder) notify(ws []notification) {
 	}
 	clear(rs)
 	h.found = rs[:0]
+	h.mu.Unlock()
+	h.repair()
+}
+
+// repair resumes the routes pass found a gap in. h.mu is not held.
+func (h *holder) repair() {
+	h.mu.Lock()
+	gaps := h.gaps
+	h.gaps = nil
+	h.mu.Unlock()
+	for _, r := range gaps {
+		go h.resume(r)
+	}
 }
 
 // notifyOne is notify for one notification, to route r (nil: none).
@@ -269,10 +315,20 @@ func (h *holder) notifyOne(r *route, w *notification) {
 	h.pass(r, w)
 }
 
-// pass hands w to r's sink unless r is not live or w is a repeat. h.mu
-// is held.
+// pass hands w to r's sink unless r is not live or w is a repeat. A
+// notification whose owner sent one after r's last before it (w.Prev
+// above r.last) shows that a batch was lost on the way: r resumes from
+// its last at its owner, which replays what is missing, in order, and
+// w with it (repair). So the chain the sink hands on has no hole the
+// subscriber cannot see. h.mu is held.
 func (h *holder) pass(r *route, w *notification) {
 	if r == nil || r.state != live || w.Seq <= r.last {
+		return
+	}
+	if w.Prev > r.last {
+		h.n.counters.gaps.Add(1)
+		r.state = resuming
+		h.gaps = append(h.gaps, r)
 		return
 	}
 	h.note = delivery.Notification{Sid: r.sid, Uid: r.uid, Seq: w.Seq, Prev: r.last, Pub: w.Pub, Body: w.Body, Replayed: w.Replayed}
@@ -283,7 +339,11 @@ func (h *holder) pass(r *route, w *notification) {
 	}
 }
 
-// lost ends a route its owner ended (window over, cancelled, moved).
+// lost ends a route its owner ended (window over, cancelled, moved). One
+// that ended after notifications this node never got (its last is below
+// the owner's) resumes first: the owner replays them (a subscription can
+// be resumed for subscriptions.ResumeGrace after its end) and then ends
+// the route again.
 func (h *holder) lost(l *lostRoute) {
 	h.mu.Lock()
 	r := h.routes[l.Sid]
@@ -294,6 +354,13 @@ func (h *holder) lost(l *lostRoute) {
 	if r.state == opening {
 		r.ended = l
 		h.mu.Unlock()
+		return
+	}
+	if r.state == live && l.Last > r.last && l.Why != delivery.EndMoved {
+		h.n.counters.gaps.Add(1)
+		r.state = resuming
+		h.mu.Unlock()
+		go h.resume(r)
 		return
 	}
 	h.drop(l.Sid)
@@ -348,6 +415,7 @@ func (h *holder) open(id uint64) {
 	if again {
 		go h.resume(r)
 	}
+	h.repair() // a held notification showed a gap
 }
 
 // abandon forgets route id if it is still opening, and tells its owner
@@ -417,12 +485,7 @@ func (h *holder) resume(r *route) {
 	ctx, cancel := context.WithTimeout(context.Background(), attemptTimeout)
 	defer cancel()
 	_, err := h.call(ctx, r.shard, &request{Op: opResume, Holder: h.n.cfg.ID, Sid: sid, After: after, Owner: uid, Route: r.id}, func(rep *reply) {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		if h.routes[sid] != r {
-			return
-		}
-		if rep.Err == nil {
+		if h.routes[sid] == r && rep.Err == nil { // h.mu is held
 			h.live(r, rep.Node)
 		}
 	})
@@ -448,6 +511,7 @@ func (h *holder) close() {
 	defer h.mu.Unlock()
 	for id, c := range h.calls {
 		delete(h.calls, id)
+		c.abandoned = true
 		c.done <- &reply{Err: &wireError{Kind: "unavailable", Msg: "cluster: node closing"}}
 	}
 }

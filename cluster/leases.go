@@ -118,6 +118,12 @@ func (n *Node) tick(ctx context.Context, acquire bool) {
 		case nodeOf(string(e.Value())) != n.cfg.ID && n.stale("lease "+s, e.Revision()):
 			free[s] = e.Revision() // its owner stopped renewing
 			order = append(order, s)
+		case nodeOf(string(e.Value())) == n.cfg.ID && !slices.Contains(mine, s):
+			// This node let the shard go (its log fenced it off, or it
+			// failed to start) but the lease still names it: take it
+			// again, as nobody else may while they hold their share.
+			free[s] = e.Revision()
+			order = append(order, s)
 		default:
 			owners[s] = string(e.Value())
 		}

@@ -1,10 +1,12 @@
 package cluster
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -21,7 +23,10 @@ import (
 // share a message: a message costs far more than its bytes here
 // (docs/cluster.md, "What NATS costs here").
 type outbox struct {
-	nc      *nats.Conn
+	nc *nats.Conn
+	// publish sends a message: nc.Publish, but for the tests that lose or
+	// refuse batches on their way.
+	publish func(subject string, data []byte) error
 	subject string // the holder's ".n"
 	replies string // the holder's reply subjects: + ".r.<call>"
 	sent    *counters
@@ -31,8 +36,19 @@ type outbox struct {
 	refs   sentRefs // what the holder keeps of past results
 	closed bool
 	corks  int // while above 0 nothing wakes the sender
+	// queue holds the batches NATS refused (a closed or reconnecting
+	// connection past its buffer), oldest first: each goes again before
+	// any later one, since the holder checks the order (Prev). Past
+	// maxQueued bytes the oldest are dropped, and the holder repairs what
+	// they held from the owner's store (holder.pass, holder.lost).
+	queue  [][]byte
+	queued int
+	retry  bool // a retry is due
 	batch
 }
+
+// maxQueued bounds the bytes of refused batches an outbox keeps.
+const maxQueued = 64 << 20
 
 // batch is notifications and ended routes encoded for one holder.
 type batch struct {
@@ -79,7 +95,7 @@ func (b *batch) reply(call string, data []byte) {
 // Batch entries.
 const (
 	batchPub   = 'P' // a publication: its record and its rendering
-	batchNote  = 'N' // a notification of a publication earlier in the batch
+	batchNote  = 'M' // a notification of a publication earlier in the batch, with its Prev ('N' had none)
 	batchEnded = 'E' // a route that ended: JSON lostRoute
 	batchReply = 'R' // the reply to a call: its id and the encoded reply
 )
@@ -88,7 +104,7 @@ const (
 const maxBatch = 512 << 10
 
 func newOutbox(nc *nats.Conn, holder string, sent *counters, refs sentRefs) *outbox {
-	b := &outbox{nc: nc, subject: nodeSubject + holder + ".n", replies: nodeSubject + holder + ".r.", sent: sent, refs: refs, kick: make(chan struct{}, 1)}
+	b := &outbox{nc: nc, publish: nc.Publish, subject: nodeSubject + holder + ".n", replies: nodeSubject + holder + ".r.", sent: sent, refs: refs, kick: make(chan struct{}, 1)}
 	go b.run()
 	return b
 }
@@ -101,14 +117,45 @@ func (b *outbox) run() {
 	}
 }
 
-// flush sends the batch. b.mu is held.
+// flush sends the batches refused before, then the batch: one that NATS
+// refuses waits in the queue, with everything after it, and a retry is
+// set. b.mu is held.
 func (b *outbox) flush() {
-	if len(b.buf) == 0 {
-		return
+	for len(b.queue) > 0 {
+		if b.publish(b.subject, b.queue[0]) != nil {
+			break
+		}
+		b.queued -= len(b.queue[0])
+		b.queue[0] = nil
+		b.queue = b.queue[1:]
 	}
-	b.sent.batches.Add(1)
-	b.nc.Publish(b.subject, b.buf)
-	b.reset()
+	if len(b.buf) > 0 {
+		b.sent.batches.Add(1)
+		if len(b.queue) > 0 || b.publish(b.subject, b.buf) != nil {
+			if len(b.queue) == 0 {
+				b.sent.flushErrors.Add(1)
+			}
+			b.queue = append(b.queue, bytes.Clone(b.buf))
+			b.queued += len(b.buf)
+			for b.queued > maxQueued && len(b.queue) > 1 {
+				b.queued -= len(b.queue[0])
+				b.queue[0] = nil
+				b.queue = b.queue[1:]
+			}
+		}
+		b.reset()
+	}
+	if len(b.queue) > 0 && !b.retry && !b.closed {
+		b.retry = true
+		time.AfterFunc(100*time.Millisecond, func() {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			b.retry = false
+			if !b.closed {
+				b.flush()
+			}
+		})
+	}
 }
 
 // wake runs the sender unless corked; b.mu is held, so that close cannot
@@ -178,7 +225,7 @@ func (b *outbox) reply(subject string, r *reply) error {
 	if !ok {
 		b.flush()
 		b.sent.replies.Add(1)
-		return b.nc.Publish(subject, encodeReply(r, nil))
+		return b.publish(subject, encodeReply(r, nil))
 	}
 	data := encodeReply(r, &b.refs) // under mu: in the stream's order
 	if len(b.buf)+len(data) > maxBatch {

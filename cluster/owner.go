@@ -305,8 +305,12 @@ func (o *owner) exec(p *op, log *[]byte) func(error) {
 		if r.Pub == nil {
 			return fail(fmt.Errorf("%w: publish without a request", subscriptions.ErrBadRequest))
 		}
+		// Staged: no subscriber hears of it before the log holds it. If
+		// the append fails, nobody has (and the shard is rebuilt from
+		// the log); the publisher, told unavailable, may retry.
 		var res *subscriptions.PublishResult
-		if err := o.svc.Publish(ctx, r.Pub, func(pr *subscriptions.PublishResult) { res = pr }); err != nil {
+		commit, err := o.svc.PublishStaged(ctx, r.Pub, func(pr *subscriptions.PublishResult) { res = pr })
+		if err != nil {
 			return fail(err)
 		}
 		if res.Stored {
@@ -314,6 +318,7 @@ func (o *owner) exec(p *op, log *[]byte) func(error) {
 		}
 		out := &reply{PubR: &subscriptions.PublishResult{Pub: res.Pub, Stored: res.Stored, Recent: res.Recent}, Match: len(res.Matches)}
 		return func(err error) {
+			commit(err == nil)
 			if err != nil {
 				out = &reply{Err: toWire(err)}
 			}

@@ -277,6 +277,34 @@ func (h *Hub) Publish(ctx context.Context, req *subscriptions.PublishRequest, an
 	return nil
 }
 
+// PublishStaged is Publish for an owner that must make the publication
+// durable elsewhere before anyone hears of it (a cluster shard's log): it
+// stores and answers as Publish does, but releases nothing for dispatch
+// until commit(true); commit(false) drops it, and nobody is notified of
+// it. Later publications wait for it meanwhile, so dispatch keeps stamp
+// order. commit must be called once, whatever happens.
+func (h *Hub) PublishStaged(ctx context.Context, req *subscriptions.PublishRequest, answer func(*subscriptions.PublishResult)) (commit func(ok bool), err error) {
+	if err := h.admit(); err != nil {
+		return nil, err
+	}
+	l := h.seq.beginPub()
+	res, err := h.cfg.Store.Publish(ctx, req)
+	if err != nil {
+		h.backlog.stored(nil)
+		h.seq.finish(l, nil)
+		return nil, err
+	}
+	h.backlog.stored(res)
+	answer(res)
+	return func(ok bool) {
+		if !ok {
+			h.backlog.remove(res)
+			res = nil
+		}
+		h.seq.finish(l, res)
+	}, nil
+}
+
 // owned checks that owner, when not empty, made s.
 func owned(s subscriptions.Subscription, owner string) error {
 	if owner != "" && s.Uid != owner {

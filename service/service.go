@@ -138,6 +138,26 @@ func (s *Service) Publish(ctx context.Context, req *subscriptions.PublishRequest
 	return nil
 }
 
+// PublishStaged is Publish for a cluster shard's owner, which appends
+// the publication to the shard's log before anyone may hear of it: it
+// stores and answers, then commit(true) catalogues and releases it for
+// dispatch, commit(false) drops it (delivery.Hub.PublishStaged). commit
+// must be called once.
+func (s *Service) PublishStaged(ctx context.Context, req *subscriptions.PublishRequest, answer func(*subscriptions.PublishResult)) (commit func(ok bool), err error) {
+	var stored *subscriptions.PublishResult
+	release, err := s.hub.PublishStaged(ctx, req, func(res *subscriptions.PublishResult) { stored = res })
+	if err != nil {
+		return nil, err
+	}
+	answer(stored)
+	return func(ok bool) {
+		if ok {
+			s.catalogue(&stored.Pub)
+		}
+		release(ok)
+	}, nil
+}
+
 // catalogue files a stored publication. A failure loses no publication
 // (it is stored and delivered) but hides it from queries: it is logged
 // and counted.

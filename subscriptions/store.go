@@ -122,9 +122,11 @@ type Store interface {
 
 // ResumeGrace is how long after its end a subscription can still be
 // replayed: a client that lost its connection just before its
-// subscription ended still gets what it was owed. (Stores keep ended
-// records at least this long.)
-const ResumeGrace = time.Second
+// subscription ended still gets what it was owed, and so does a cluster
+// node that hears of the end (a few seconds after it: the hub sweeps
+// ended windows each second) with a notification lost on its way.
+// (Stores keep ended records at least this long.)
+const ResumeGrace = 5 * time.Second
 
 // ReplayResult is what Replay found.
 type ReplayResult struct {
