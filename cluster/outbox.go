@@ -37,8 +37,9 @@ type outbox struct {
 	closed bool
 	corks  int // while above 0 nothing wakes the sender
 	// queue holds the batches NATS refused (a closed or reconnecting
-	// connection past its buffer), oldest first: each goes again before
-	// any later one, since the holder checks the order (Prev). Past
+	// connection past its buffer) and full ones sealed by notify for the
+	// sender, oldest first: each goes before any later one, since the
+	// holder checks the order (Prev). Past
 	// maxQueued bytes the oldest are dropped, and the holder repairs what
 	// they held from the owner's store (holder.pass, holder.lost).
 	queue  [][]byte
@@ -117,6 +118,26 @@ func (b *outbox) run() {
 	}
 }
 
+// seal puts the batch in the queue, for the sender, and starts another.
+// b.mu is held.
+func (b *outbox) seal() {
+	b.sent.batches.Add(1)
+	b.enqueue(bytes.Clone(b.buf))
+	b.reset()
+}
+
+// enqueue adds a batch to the queue, dropping the oldest past maxQueued
+// (the holder repairs what they held). b.mu is held.
+func (b *outbox) enqueue(batch []byte) {
+	b.queue = append(b.queue, batch)
+	b.queued += len(batch)
+	for b.queued > maxQueued && len(b.queue) > 1 {
+		b.queued -= len(b.queue[0])
+		b.queue[0] = nil
+		b.queue = b.queue[1:]
+	}
+}
+
 // flush sends the batches refused before, then the batch: one that NATS
 // refuses waits in the queue, with everything after it, and a retry is
 // set. b.mu is held.
@@ -135,13 +156,7 @@ func (b *outbox) flush() {
 			if len(b.queue) == 0 {
 				b.sent.flushErrors.Add(1)
 			}
-			b.queue = append(b.queue, bytes.Clone(b.buf))
-			b.queued += len(b.buf)
-			for b.queued > maxQueued && len(b.queue) > 1 {
-				b.queued -= len(b.queue[0])
-				b.queue[0] = nil
-				b.queue = b.queue[1:]
-			}
+			b.enqueue(bytes.Clone(b.buf))
 		}
 		b.reset()
 	}
@@ -187,6 +202,8 @@ func (b *outbox) uncork() {
 	}
 }
 
+// notify queues n for the holder. It never sends itself: the hub calls
+// it under its route lock, and a send can wait on the socket.
 func (b *outbox) notify(route uint64, n *delivery.Notification) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -194,7 +211,7 @@ func (b *outbox) notify(route uint64, n *delivery.Notification) {
 		return // the node is closing
 	}
 	if len(b.buf) > maxBatch {
-		b.flush()
+		b.seal()
 	}
 	b.note(route, n)
 	b.sent.notifications.Add(1)

@@ -21,8 +21,10 @@
 // the store's clock before it reaches the store, so its stamp is above the
 // bound; a finished publication is dispatched only when no PUBLISH with a
 // lower bound below its stamp is still running; a dispatcher goroutine
-// then fans it out, so a large fan-out delays later notifications but
-// never the operations themselves. Publications do not wait for a running
+// then fans it out under the route lock's read side. Sinks only queue
+// (Sink.Notify does no I/O), so a fan-out holds up the operations that
+// change routes (attach, Expire, Unsubscribe) for its enqueues alone,
+// never for a slow socket. Publications do not wait for a running
 // SUBSCRIBE or RESUME, whose past results may take a while: the hub keeps
 // what it dispatched since the oldest of those began, and a new route
 // catches up from there when it attaches. The route holds its

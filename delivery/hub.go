@@ -20,9 +20,11 @@ var ErrBadSeq = fmt.Errorf("%w: resume point must be zero or more", subscription
 
 // A Sink receives notifications for the subscriptions routed to it.
 type Sink interface {
-	// Notify queues n without blocking. It returns false when the sink
-	// cannot take it (gone, or its queue is full and it is being cut).
-	// It runs under the hub's route lock, so it must not call the hub.
+	// Notify queues n without blocking and without I/O (a socket write,
+	// a NATS publish): a goroutine of the sink's own sends. It returns
+	// false when the sink cannot take it (gone, or its queue is full). It
+	// runs under the hub's route lock, so it must not call the hub, and
+	// every subscribe, unsubscribe and expiry waits while it runs.
 	// n is the caller's again once Notify returns: a sink copies what it
 	// keeps (the dispatcher fills one Notification for every match).
 	Notify(n *Notification) bool

@@ -145,6 +145,7 @@ type Gateway struct {
 	writers sync.WaitGroup // WebSocket writers still draining
 	cursors *cursorStore   // the pages of paged replies that clients pull
 	users   *users         // per-user quotas
+	nats    *natsSink      // ServeNATS's, once it runs
 }
 
 // New returns a gateway in front of cfg.Service.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,13 +29,18 @@ const (
 // ServeNATS serves the NATS subjects on nc until the returned stop is
 // called; stop drains the subscriptions, finishing the messages taken.
 func (g *Gateway) ServeNATS(nc *nats.Conn) (stop func() error, err error) {
-	sink := &natsSink{g: g, nc: nc}
+	sink := newNATSSink(g, nc)
+	g.mu.Lock()
+	g.nats = sink
+	g.mu.Unlock()
 	var subs []*nats.Subscription
-	quit, caughtUp := make(chan struct{}), make(chan struct{})
+	quit, caughtUp, sent := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go sink.catchUps(quit, caughtUp)
+	go sink.send(quit, sent)
 	stop = func() error {
 		close(quit)
 		<-caughtUp
+		<-sent
 		var errs []error
 		for _, s := range subs {
 			if nc.IsConnected() {
@@ -197,14 +203,64 @@ func (s *natsSession) replyBudget(budget int) int {
 }
 
 // natsSink publishes notifications to cellcast.notify.<uid>. NATS routes
-// them; a subscriber that is away misses them and resumes. A publish the
-// NATS connection refuses (closed, or its reconnect buffer full) makes the
-// subscription lag; catchUps replays what it missed once the connection
-// is back.
+// them; a subscriber that is away misses them and resumes. Notify only
+// queues (the hub calls it under its route lock, and nats.go writes to
+// the socket inline once its buffer fills): a goroutine of its own
+// publishes. A notification the queue has no room for, or a publish the
+// connection refuses while the queue is held up, makes the subscription
+// lag; catchUps replays what it missed once the connection is back.
 type natsSink struct {
 	g      *Gateway
 	nc     *nats.Conn
 	lagged atomic.Bool
+
+	mu      sync.Mutex
+	publish func(subject string, data []byte) error // nc.Publish; tests hold it up
+	queue   []natsMsg
+	queued  int // bytes
+	kick    chan struct{}
+}
+
+type natsMsg struct {
+	subject string
+	data    []byte
+}
+
+// natsQueueBytes bounds what a NATS sink holds for its publisher.
+const natsQueueBytes = 64 << 20
+
+func newNATSSink(g *Gateway, nc *nats.Conn) *natsSink {
+	return &natsSink{g: g, nc: nc, publish: nc.Publish, kick: make(chan struct{}, 1)}
+}
+
+// send publishes what Notify queued, until quit closes (and then what is
+// left, while the connection takes it).
+func (k *natsSink) send(quit <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	for {
+		stop := false
+		select {
+		case <-k.kick:
+		case <-quit:
+			stop = true
+		}
+		k.mu.Lock()
+		out, publish := k.queue, k.publish
+		k.queue, k.queued = nil, 0
+		k.mu.Unlock()
+		for _, m := range out {
+			if publish(m.subject, m.data) != nil {
+				// Gone: the subscriber sees the hole in its Prev chain
+				// and resumes, as after any NATS loss.
+				if mt := k.g.metrics; mt != nil {
+					mt.QueueDrops.Inc()
+				}
+			}
+		}
+		if stop {
+			return
+		}
+	}
 }
 
 func (k *natsSink) Lost(string) {}
@@ -239,12 +295,24 @@ func (k *natsSink) catchUps(quit <-chan struct{}, done chan<- struct{}) {
 }
 
 func (k *natsSink) Notify(n *delivery.Notification) bool {
-	if k.nc.Publish(SubjectNotify+"."+n.Uid, notificationFrame(n)) != nil {
+	frame := notificationFrame(n)
+	k.mu.Lock()
+	full := k.queued+len(frame) > natsQueueBytes || !k.nc.IsConnected()
+	if !full {
+		k.queue = append(k.queue, natsMsg{SubjectNotify + "." + n.Uid, frame})
+		k.queued += len(frame)
+	}
+	k.mu.Unlock()
+	if full {
 		if m := k.g.metrics; m != nil {
 			m.QueueDrops.Inc()
 		}
 		k.lagged.Store(true)
 		return false
+	}
+	select {
+	case k.kick <- struct{}{}:
+	default:
 	}
 	if m := k.g.metrics; m != nil {
 		m.Notifications.WithLabelValues("nats").Inc()

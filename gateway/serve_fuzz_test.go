@@ -48,7 +48,7 @@ func FuzzServe(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Cleanup(nc.Close)
-	sink := &natsSink{g: g, nc: nc}
+	sink := newNATSSink(g, nc)
 	f.Fuzz(func(t *testing.T, op, where string, body []byte, tok string) {
 		r := httptest.NewRequest("POST", "/api/op", bytes.NewReader(body))
 		r.SetPathValue("op", op)
