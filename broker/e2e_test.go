@@ -38,7 +38,9 @@ func start(t *testing.T, cfg Config) *Broker {
 	if cfg.NATSListen == "" {
 		cfg.NATSListen = "127.0.0.1:0"
 	}
-	cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	b, err := Start(cfg)
 	if err != nil {
 		t.Fatal(err)

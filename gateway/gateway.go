@@ -146,6 +146,9 @@ type Gateway struct {
 	cursors *cursorStore   // the pages of paged replies that clients pull
 	users   *users         // per-user quotas
 	nats    *natsSink      // ServeNATS's, once it runs
+	// ctx ends when Close runs out of time: running requests stop.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // New returns a gateway in front of cfg.Service.
@@ -153,6 +156,7 @@ func New(cfg Config) *Gateway {
 	g := &Gateway{cfg: cfg, limits: cfg.Limits.withDefaults(), svc: cfg.Service, loc: cfg.Locator, log: cfg.Log, metrics: cfg.Metrics,
 		conns: map[*wsConn]struct{}{}, cursors: newCursorStore(nil), upgrader: newUpgrader(cfg.AllowedOrigins)}
 	g.users = newUsers(g.limits)
+	g.ctx, g.cancel = context.WithCancel(context.Background())
 	if g.log == nil {
 		g.log = slog.Default()
 	}
@@ -201,7 +205,9 @@ func (g *Gateway) serveDecoded(ctx context.Context, s session, req *Request, e *
 		if !g.begin() {
 			e = CodeOf(errClosing)
 		} else {
-			e = g.run(ctx, s, req)
+			rctx, done := g.requestContext(ctx)
+			e = g.run(rctx, s, req)
+			done()
 			g.ops.Done()
 		}
 	}
@@ -389,9 +395,10 @@ func (g *Gateway) Close(ctx context.Context) error {
 		conns = append(conns, c)
 	}
 	g.mu.Unlock()
-	done := make(chan struct{})
+	done, served := make(chan struct{}), make(chan struct{})
 	go func() {
 		g.ops.Wait()
+		close(served)
 		g.svc.Drain() // dispatch what the last operations released
 		for _, c := range conns {
 			c.close(closeGoingAway, "broker shutting down; reconnect and resume", true)
@@ -403,6 +410,23 @@ func (g *Gateway) Close(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
+		// Out of time: the requests still running are told to stop, and
+		// Close returns once they have, so that the caller may close the
+		// service under them (what is left to send is lost with the
+		// connections, and clients resume).
+		g.cancel()
+		<-served
 		return fmt.Errorf("gateway: %d connections still draining: %w", len(conns), ctx.Err())
+	}
+}
+
+// requestContext is the context a request runs in: parent's (its
+// transport's), cancelled too when Close runs out of time.
+func (g *Gateway) requestContext(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(parent)
+	stop := context.AfterFunc(g.ctx, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
 	}
 }

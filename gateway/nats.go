@@ -286,7 +286,7 @@ func (k *natsSink) catchUps(quit <-chan struct{}, done chan<- struct{}) {
 		if !k.g.begin() {
 			return
 		}
-		if _, err := k.g.svc.CatchUp(context.Background(), k); err != nil {
+		if _, err := k.g.svc.CatchUp(k.g.ctx, k); err != nil {
 			k.g.log.Error("catching NATS subscribers up", "err", err)
 			k.lagged.Store(true)
 		}

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"net"
 	"net/http"
 	"strconv"
@@ -281,7 +280,7 @@ func (c *wsConn) catchUp() {
 	c.lagged.Store(false)
 	go func() {
 		defer c.g.ops.Done()
-		if _, err := c.g.svc.CatchUp(context.Background(), c); err != nil {
+		if _, err := c.g.svc.CatchUp(c.g.ctx, c); err != nil {
 			c.g.log.Error("catching a lagging client up", "err", err)
 			c.lagged.Store(true) // try again after the next burst
 		}

@@ -1,0 +1,68 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/seed84792017/cellcast/dualdb"
+	"github.com/seed84792017/cellcast/listdb"
+	"github.com/seed84792017/cellcast/service"
+	"github.com/seed84792017/cellcast/subscriptions"
+)
+
+// stuckCore is a service whose publishes wait until their context ends.
+type stuckCore struct {
+	*service.Service
+	entered  chan struct{}
+	returned chan error
+}
+
+func (c *stuckCore) Publish(ctx context.Context, _ *subscriptions.PublishRequest, _ func(*subscriptions.PublishResult)) error {
+	close(c.entered)
+	<-ctx.Done()
+	c.returned <- ctx.Err()
+	return ctx.Err()
+}
+
+// TestCloseOutOfTimeStopsRequestsFirst: a Close whose deadline passes
+// while a request still runs tells the request to stop, and returns only
+// once it has: its caller may then close the store.
+func TestCloseOutOfTimeStopsRequestsFirst(t *testing.T) {
+	store, err := dualdb.Open(filepath.Join(t.TempDir(), "db"), listdb.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc, _ := NewLocator(Grid{}, nil)
+	svc := service.New(service.Config{Store: store, Encode: loc.EncodePublication})
+	defer svc.Close()
+	core := &stuckCore{Service: svc, entered: make(chan struct{}), returned: make(chan error, 1)}
+	g := New(Config{Service: core, Locator: loc})
+	go func() {
+		r := httptest.NewRequest("POST", "/api/publish", bytes.NewReader([]byte(`{"uid":"u","cell":"1","expires":"1m"}`)))
+		r.SetPathValue("op", "publish")
+		g.ServeHTTP(httptest.NewRecorder(), r)
+	}()
+	select {
+	case <-core.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the publish never reached the service")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := g.Close(ctx); err == nil {
+		t.Fatal("Close reported a clean drain while a request was stuck")
+	}
+	select {
+	case err := <-core.returned:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the request ended with %v, want its context cancelled", err)
+		}
+	default:
+		t.Fatal("Close returned while the request still ran")
+	}
+}
