@@ -459,6 +459,15 @@ func TestBadRequestsGetErrorFramesAndTheConnectionLives(t *testing.T) {
 		{"oversized frame", `{"id":"x","op":"publish","uid":"u","cell":"1","desc":"` + strings.Repeat("a", 5000) + `"}`, gateway.CodeTooLarge},
 		{"desc over the store limit", `{"id":"x","op":"publish","uid":"u","cell":"1","attrs":{"":"v"}}`, gateway.CodeBadRequest},
 	}
+	// Another user's subscription: only its user cancels or resumes it,
+	// and without auth a request that names nobody is nobody.
+	theirs := os["sid"].(string)
+	cases = append(cases, []struct{ name, frame, code string }{
+		{"unsubscribe of another's", fmt.Sprintf(`{"id":"x","op":"unsubscribe","uid":"u","sid":%q}`, theirs), gateway.CodeForbidden},
+		{"unsubscribe naming nobody", fmt.Sprintf(`{"id":"x","op":"unsubscribe","sid":%q}`, theirs), gateway.CodeBadRequest},
+		{"resume of another's", fmt.Sprintf(`{"id":"x","op":"resume","uid":"u","sid":%q,"after":0}`, theirs), gateway.CodeForbidden},
+		{"resume naming nobody", fmt.Sprintf(`{"id":"x","op":"resume","sid":%q,"after":0}`, theirs), gateway.CodeBadRequest},
+	}...)
 	for _, tc := range cases {
 		if err := c.ws.WriteMessage(websocket.TextMessage, []byte(tc.frame)); err != nil {
 			t.Fatal(err)

@@ -305,6 +305,15 @@ func (n *Node) lose(s string) {
 	}
 }
 
+// leased reports whether this node's lease view still gives it shard s
+// under value (one take): an owner serves by this, never by what a
+// request assumes.
+func (n *Node) leased(s, value string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.values[s] == value
+}
+
 // Owned lists the shards this node serves.
 func (n *Node) Owned() []string {
 	n.mu.Lock()

@@ -163,6 +163,10 @@ func (o *owner) take(m *nats.Msg) {
 // queue queues r for the loop, or answers it at once: a query runs
 // beside the loop, and a full queue answers unavailable.
 func (o *owner) queue(r request, subject string) {
+	if r.Op == opQuery && !o.n.leased(o.name, o.lease) {
+		o.answer(r.Holder, subject, &reply{Err: toWire(fmt.Errorf("%w: shard %s moved off this node", service.ErrUnavailable, o.name))})
+		return
+	}
 	if r.Op == opQuery { // reads alone: beside the loop, not in its order
 		select {
 		case o.queries <- struct{}{}:
@@ -236,6 +240,15 @@ func (o *owner) loop() {
 			default:
 				break more
 			}
+		}
+		if !o.n.leased(o.name, o.lease) {
+			// The node's own lease view no longer gives it this take of
+			// the shard (lost, released or being rebuilt), whatever the
+			// requests assume: the callers find the next owner.
+			for _, p := range batch {
+				o.answer(p.req.Holder, p.reply, &reply{Err: toWire(fmt.Errorf("%w: shard %s moved off this node", service.ErrUnavailable, o.name))})
+			}
+			continue
 		}
 		var log []byte
 		finish := make([]func(error), 0, len(batch))
@@ -345,7 +358,15 @@ func (o *owner) exec(p *op, log *[]byte) func(error) {
 			k.drop(r.Route)
 			return fail(err)
 		}
-		return func(error) {
+		// A resume writes nothing, but a route made at an owner the log
+		// has fenced off would hear nothing more: the log confirms first.
+		*log = appendEntry(*log, entryFence, nil)
+		return func(err error) {
+			if err != nil {
+				k.drop(r.Route)
+				o.answer(p.req.Holder, p.reply, &reply{Err: toWire(err)})
+				return
+			}
 			o.answer(p.req.Holder, p.reply, &reply{Sid: r.Sid, Rep: &subscriptions.ReplayResult{Sub: res.Sub, Now: res.Now}, N: len(res.Pubs)})
 			k.release(r.Route)
 		}

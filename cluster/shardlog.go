@@ -18,6 +18,9 @@ const (
 	entryPub    = 'p' // a publication record (listdb.EncodePublication)
 	entryCancel = 'c' // the sid of a cancelled subscription
 	entryOwner  = 'o' // a new owner's id: fences out the one before
+	// entryFence holds nothing: a resume writes it so that it is
+	// answered only once the log shows this owner is still its writer.
+	entryFence = 'f'
 )
 
 type entry struct {

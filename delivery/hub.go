@@ -307,15 +307,18 @@ func (h *Hub) PublishStaged(ctx context.Context, req *subscriptions.PublishReque
 	}, nil
 }
 
-// owned checks that owner, when not empty, made s.
+// owned checks that owner made s. Every caller names the user it acts
+// for (a request's, under auth its token's): an empty one is nobody, not
+// anyone, so a request that came without one, over any transport or from
+// another node, cannot act on another's subscription.
 func owned(s subscriptions.Subscription, owner string) error {
-	if owner != "" && s.Uid != owner {
+	if s.Uid != owner {
 		return fmt.Errorf("%w: %s", ErrForbidden, s.Sid())
 	}
 	return nil
 }
 
-// Unsubscribe cancels sid, which owner (when not empty) must have made.
+// Unsubscribe cancels sid, which owner must have made.
 // Its route ends with the cancel: publications stamped before it still
 // reach the sink, then Expire drops the route.
 func (h *Hub) Unsubscribe(ctx context.Context, sid, owner string) error {
@@ -340,7 +343,7 @@ func (h *Hub) Unsubscribe(ctx context.Context, sid, owner string) error {
 }
 
 // Resume replays sid's notifications with sequence numbers above after
-// and routes it to sink. owner (when not empty) must have made it. answer
+// and routes it to sink. owner must have made it. answer
 // runs with the replay before any later notification reaches sink.
 func (h *Hub) Resume(ctx context.Context, sid string, after int64, owner string, sink Sink, answer func(*subscriptions.ReplayResult)) error {
 	return h.ResumeTagged(ctx, sid, after, owner, sink, 0, answer)

@@ -347,7 +347,7 @@ func (g *Gateway) publish(ctx context.Context, s session, req *Request) error {
 }
 
 func (g *Gateway) unsubscribe(ctx context.Context, s session, req *Request) error {
-	uid, e := g.actor(s, req, false)
+	uid, e := g.actor(s, req, true) // only its user may cancel it: name them
 	if e != nil {
 		return e
 	}
@@ -363,7 +363,7 @@ func (g *Gateway) unsubscribe(ctx context.Context, s session, req *Request) erro
 }
 
 func (g *Gateway) resume(ctx context.Context, s session, req *Request) error {
-	uid, e := g.actor(s, req, false)
+	uid, e := g.actor(s, req, true) // only its user may resume it: name them
 	if e != nil {
 		return e
 	}

@@ -37,6 +37,7 @@ export class Cellcast {
     this.nextId = 1;
     this.pending = new Map(); // id → {resolve, reject, reply, results, onNote}
     this.subs = new Map(); // sid → notification callback
+    this.uids = new Map(); // sid → the uid it was made for (without auth, its unsubscribe names it too)
     this.queue = [];
     this.tokens = rate;
     this.last = performance.now();
@@ -66,8 +67,10 @@ export class Cellcast {
     });
   }
 
-  subscribe(body, onNote) {
-    return this.request({ ...body, op: "subscribe" }, onNote);
+  async subscribe(body, onNote) {
+    const r = await this.request({ ...body, op: "subscribe" }, onNote);
+    if (body.uid && r.sid) this.uids.set(r.sid, body.uid);
+    return r;
   }
 
   publish(body) {
@@ -75,8 +78,10 @@ export class Cellcast {
   }
 
   unsubscribe(sid) {
+    const uid = this.uids.get(sid);
     this.subs.delete(sid);
-    return this.request({ op: "unsubscribe", sid }).catch(() => {}); // gone already: fine
+    this.uids.delete(sid);
+    return this.request({ op: "unsubscribe", sid, ...(uid && { uid }) }).catch(() => {}); // gone already: fine
   }
 
   query(body) {
