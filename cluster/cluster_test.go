@@ -112,7 +112,6 @@ func (k *sink) Notify(n *delivery.Notification) bool {
 	k.last[n.Sid] = n.Seq
 	return true
 }
-func (k *sink) Lost(string) {}
 func (k *sink) Ended(e delivery.End) {
 	k.mu.Lock()
 	k.ended[e.Sid] = e.Why

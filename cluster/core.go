@@ -171,7 +171,7 @@ func (n *Node) resumeAt(ctx context.Context, shard, sid string, after int64, own
 	gone := moved
 	h.mu.Unlock()
 	if gone != nil {
-		delivery.Lose(gone.sink, delivery.End{Sid: sid, Uid: gone.uid, Why: delivery.EndMoved, Last: gone.last})
+		gone.sink.Ended(delivery.End{Sid: sid, Uid: gone.uid, Why: delivery.EndMoved, Last: gone.last})
 	}
 	if err != nil {
 		h.abandon(id)

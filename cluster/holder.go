@@ -370,7 +370,7 @@ func (h *holder) lost(l *lostRoute) {
 
 // end tells r's sink that its owner ended it.
 func (h *holder) end(r *route, l *lostRoute) {
-	delivery.Lose(r.sink, delivery.End{Sid: l.Sid, Uid: l.Uid, Why: l.Why, Last: r.last})
+	r.sink.Ended(delivery.End{Sid: l.Sid, Uid: l.Uid, Why: l.Why, Last: r.last})
 }
 
 // opening returns route id if it is opening, else nil. h.mu is held.
@@ -499,7 +499,7 @@ func (h *holder) resume(r *route) {
 	}
 	if errors.Is(err, subscriptions.ErrUnknownSid) {
 		h.drop(sid) // expired or cancelled meanwhile
-		go delivery.Lose(r.sink, delivery.End{Sid: sid, Uid: uid, Why: delivery.EndWindow, Last: r.last})
+		go r.sink.Ended(delivery.End{Sid: sid, Uid: uid, Why: delivery.EndWindow, Last: r.last})
 		return
 	}
 	h.orphan(r)

@@ -90,9 +90,6 @@ func (k *remoteSink) drop(route uint64) {
 	k.mu.Unlock()
 }
 
-// Lost is followed by Ended, which says why.
-func (k *remoteSink) Lost(string) {}
-
 // Ended tells the holder that the subscription no longer routes to it,
 // unless the shard is moving (then the holder resumes it elsewhere).
 func (k *remoteSink) Ended(e delivery.End) {

@@ -48,6 +48,6 @@
 // together. Under Hub.mu (read by the dispatcher, written by attach, open,
 // Expire, Detach and CatchUp) the hub calls Config.Encode and Sink.Notify:
 // both may take only locks of their own that they never hold while calling
-// the hub. Sink.Lost and the operations' answer callbacks run with no hub
+// the hub. Sink.Ended and the operations' answer callbacks run with no hub
 // lock held.
 package delivery

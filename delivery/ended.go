@@ -34,17 +34,3 @@ type End struct {
 	Tag  uint64 // the route's (Notification.Tag)
 }
 
-// An Ender is a Sink that also hears why a subscription stopped routing
-// to it. The hub calls Ended right after Lost, with no hub lock held.
-type Ender interface {
-	Ended(e End)
-}
-
-// Lose tells sink that e's subscription no longer routes to it, and why:
-// Lost, then Ended if sink is an Ender. Call it with no hub lock held.
-func Lose(sink Sink, e End) {
-	sink.Lost(e.Sid)
-	if k, ok := sink.(Ender); ok {
-		k.Ended(e)
-	}
-}

@@ -19,6 +19,7 @@ type endSink struct {
 }
 
 func (k *endSink) Ended(e End) {
+	k.boundedSink.Ended(e)
 	k.mu.Lock()
 	k.ended[e.Sid] = e.Why
 	k.mu.Unlock()
@@ -83,7 +84,6 @@ func (k *orderSink) Notify(n *Notification) bool {
 	return true
 }
 
-func (k *orderSink) Lost(string) {}
 
 func (k *orderSink) Ended(e End) {
 	k.mu.Lock()

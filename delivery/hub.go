@@ -28,9 +28,10 @@ type Sink interface {
 	// n is the caller's again once Notify returns: a sink copies what it
 	// keeps (the dispatcher fills one Notification for every match).
 	Notify(n *Notification) bool
-	// Lost tells the sink that sid no longer routes to it: another sink
-	// resumed it, or it was cancelled. Called without hub locks held.
-	Lost(sid string)
+	// Ended tells the sink that e's subscription no longer routes to it,
+	// and why, after every notification it was owed before the end. It
+	// is called with no hub lock held.
+	Ended(e End)
 }
 
 // A Notification is one publication for one subscription. Body is the
@@ -412,7 +413,7 @@ func (h *Hub) attach(r *route, expect *route) bool {
 	}
 	h.mu.Unlock()
 	if old != nil && old.sink != r.sink {
-		Lose(old.sink, End{Sid: r.sid, Uid: r.uid, Why: EndMoved, Last: oldLast, Tag: oldTag})
+		old.sink.Ended(End{Sid: r.sid, Uid: r.uid, Why: EndMoved, Last: oldLast, Tag: oldTag})
 	}
 	return true
 }
@@ -522,7 +523,7 @@ func (h *Hub) Expire(now int64) {
 	}
 	h.mu.Unlock()
 	for _, e := range gone {
-		Lose(e.sink, e.End)
+		e.sink.Ended(e.End)
 	}
 }
 

@@ -39,9 +39,9 @@ func (k *sink) Notify(n *Notification) bool {
 	return true
 }
 
-func (k *sink) Lost(sid string) {
+func (k *sink) Ended(e End) {
 	k.mu.Lock()
-	k.lost[sid] = true
+	k.lost[e.Sid] = true
 	k.mu.Unlock()
 }
 

@@ -111,7 +111,7 @@ func (h *Hub) catchUp(ctx context.Context, r *route) (bool, error) {
 			delete(h.lagging, r.ts)
 		}
 		h.mu.Unlock()
-		Lose(r.sink, End{Sid: r.sid, Uid: r.uid, Why: EndBehind, Last: after, Tag: r.tag})
+		r.sink.Ended(End{Sid: r.sid, Uid: r.uid, Why: EndBehind, Last: after, Tag: r.tag})
 		return true, nil
 	}
 	if err != nil {

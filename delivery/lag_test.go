@@ -39,7 +39,7 @@ func (k *boundedSink) Notify(n *Notification) bool {
 	return true
 }
 
-func (k *boundedSink) Lost(sid string) { k.mu.Lock(); k.lost[sid] = true; k.mu.Unlock() }
+func (k *boundedSink) Ended(e End) { k.mu.Lock(); k.lost[e.Sid] = true; k.mu.Unlock() }
 
 // drain reads everything queued.
 func (k *boundedSink) drain() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,32 +18,30 @@ import (
 	"github.com/seed84792017/cellcast/subscriptions"
 )
 
-// TestBlockedNATSSinkStallsNothing: while the NATS sink's publishes are
-// held up (a slow socket), a publication it must carry is dispatched, and
-// other clients' subscribes and unsubscribes are still answered: the hub
-// hands the sink its notification under its route lock, and the sink only
-// queues it. Released, the NATS subscriber gets it.
-func TestBlockedNATSSinkStallsNothing(t *testing.T) {
+// blockedNATS serves a gateway on NATS whose sink's publishes wait for
+// release to close, and subscribes a client to alice's notifications.
+func blockedNATS(t *testing.T) (*service.Service, chan struct{}, *natsClient) {
+	t.Helper()
 	ns := natsServer(t, -1)
-	defer ns.Shutdown()
+	t.Cleanup(ns.Shutdown)
 	store, err := dualdb.Open(filepath.Join(t.TempDir(), "db"), listdb.Config{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	loc, _ := NewLocator(Grid{}, nil)
 	svc := service.New(service.Config{Store: store, Encode: loc.EncodePublication})
-	defer svc.Close()
+	t.Cleanup(func() { svc.Close() })
 	g := New(Config{Service: svc, Locator: loc})
 	bnc, err := nats.Connect(ns.ClientURL())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer bnc.Close()
+	t.Cleanup(bnc.Close)
 	stop, err := g.ServeNATS(bnc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stop()
+	t.Cleanup(func() { stop() })
 	release := make(chan struct{})
 	k := g.nats
 	k.mu.Lock()
@@ -56,12 +55,39 @@ func TestBlockedNATSSinkStallsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cnc.Close()
+	t.Cleanup(cnc.Close)
 	notes, err := cnc.SubscribeSync(SubjectNotify + ".alice")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cnc.Request(SubjectPrefix+"subscribe", []byte(`{"uid":"alice","cell":"1","future":"1h"}`), 10*time.Second); err != nil {
+	return svc, release, &natsClient{nc: cnc, notes: notes}
+}
+
+// natsClient asks the gateway on NATS and reads alice's notifications.
+type natsClient struct {
+	nc    *nats.Conn
+	notes *nats.Subscription
+}
+
+func (c *natsClient) request(op, body string) (map[string]any, error) {
+	m, err := c.nc.Request(SubjectPrefix+op, []byte(body), 10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	return out, json.Unmarshal(m.Data, &out)
+}
+
+func (c *natsClient) NextMsg(d time.Duration) (*nats.Msg, error) { return c.notes.NextMsg(d) }
+
+// TestBlockedNATSSinkStallsNothing: while the NATS sink's publishes are
+// held up (a slow socket), a publication it must carry is dispatched, and
+// other clients' subscribes and unsubscribes are still answered: the hub
+// hands the sink its notification under its route lock, and the sink only
+// queues it. Released, the NATS subscriber gets it.
+func TestBlockedNATSSinkStallsNothing(t *testing.T) {
+	svc, release, notes := blockedNATS(t)
+	if _, err := notes.request("subscribe", `{"uid":"alice","cell":"1","future":"1h"}`); err != nil {
 		t.Fatal(err)
 	}
 	cell := func(s string) subscriptions.Cell {
@@ -117,9 +143,53 @@ func TestBlockedNATSSinkStallsNothing(t *testing.T) {
 	}
 }
 
+// TestNATSEndFollowsItsNotifications: a subscription cancelled while the
+// NATS sink's publishes are held up ends on the user's subject after the
+// notifications queued before the cancel, never before them.
+func TestNATSEndFollowsItsNotifications(t *testing.T) {
+	svc, release, c := blockedNATS(t)
+	rep, err := c.request("subscribe", `{"uid":"alice","cell":"1","future":"1h"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid, _ := rep["sid"].(string)
+	for range 3 {
+		if _, err := c.request("publish", `{"uid":"bob","cell":"1.2","expires":"1h"}`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rep, err := c.request("unsubscribe", `{"uid":"alice","sid":"`+sid+`"}`); err != nil || rep["op"] != "unsubscribed" {
+		t.Fatalf("unsubscribe: %v %v", rep, err)
+	}
+	svc.Drain()
+	// The route is gone once its end was handed to the sink (the sweep
+	// runs every second).
+	for deadline := time.Now().Add(10 * time.Second); svc.Stats().Routes != 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the cancelled subscription's route stayed")
+		}
+	}
+	close(release)
+	var ops []any
+	for len(ops) < 4 {
+		m, err := c.NextMsg(10 * time.Second)
+		if err != nil {
+			t.Fatalf("after %v: %v", ops, err)
+		}
+		var f map[string]any
+		if err := json.Unmarshal(m.Data, &f); err != nil {
+			t.Fatal(err)
+		}
+		ops = append(ops, f["op"])
+	}
+	if want := []any{"notification", "notification", "notification", "ended"}; !slices.Equal(ops, want) {
+		t.Fatalf("alice got %v, want %v", ops, want)
+	}
+}
+
 // testSink takes every notification and keeps none.
 type testSink struct{}
 
 func newTestSink() testSink                         { return testSink{} }
 func (testSink) Notify(*delivery.Notification) bool { return true }
-func (testSink) Lost(string)                        {}
+func (testSink) Ended(delivery.End)                 {}

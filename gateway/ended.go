@@ -17,10 +17,14 @@ func endedFrame(e delivery.End) []byte {
 	}{protocol.OpEnded, e.Sid, e.Why, e.Last})
 }
 
-// Ended implements delivery.Ender. The frame takes the room of replies; a
-// queue too full even for that drops it (the client then learns of the
-// end from the window alone) rather than cut the connection.
+// Ended forgets e's subscription and tells the client why it ended. The
+// frame takes the room of replies; a queue too full even for that drops
+// it (the client then learns of the end from the window alone) rather
+// than cut the connection.
 func (c *wsConn) Ended(e delivery.End) {
+	c.mu.Lock()
+	delete(c.sids, e.Sid)
+	c.mu.Unlock()
 	select {
 	case <-c.closed:
 		return
@@ -29,7 +33,9 @@ func (c *wsConn) Ended(e delivery.End) {
 	c.q.push(c.dataFrame(endedFrame(e)), roomReply)
 }
 
-// Ended implements delivery.Ender, on the user's notification subject.
+// Ended tells the user why a subscription ended, on their notification
+// subject, after the notifications queued before it. A queue too full
+// drops it: the subscriber learns of the end from the window alone.
 func (k *natsSink) Ended(e delivery.End) {
-	k.nc.Publish(SubjectNotify+"."+e.Uid, endedFrame(e))
+	k.enqueue(SubjectNotify+"."+e.Uid, endedFrame(e))
 }

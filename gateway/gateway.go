@@ -168,8 +168,6 @@ type session interface {
 	transport() string
 	// uid is the authenticated user, "" when the broker runs open.
 	uid() string
-	// reply queues a reply frame.
-	reply(b []byte)
 	// sink receives the notifications of the subscriptions this client
 	// makes or resumes.
 	sink() delivery.Sink
@@ -177,6 +175,26 @@ type session interface {
 	admit() bool
 	// holds records that sid now routes to the client.
 	holds(sid string)
+	replier
+}
+
+// replier sends a request's replies. Every way to reply is a method here,
+// so a WebSocket's orderedReplies, which makes each wait for the previous
+// request's replies, must implement it: no reply can skip the order.
+type replier interface {
+	// reply queues a reply frame.
+	reply(b []byte)
+	// replyAll queues every frame, in order, or none of them (false: the
+	// queue cannot take them, or the transport cannot push pages and its
+	// client pulls them by cursor).
+	replyAll(frames [][]byte) bool
+	// replyList queues head, an encoded reply object, with "key": the
+	// items as a JSON array, as withArray would join them.
+	replyList(head []byte, key string, items [][]byte)
+	// replyBudget bounds a reply below budget where the transport must.
+	replyBudget(budget int) int
+	// failed hears a request's error before its error frame is sent.
+	failed(e *Error)
 }
 
 // begin counts a request as being served, unless the gateway is closing.
@@ -214,9 +232,7 @@ func (g *Gateway) serveDecoded(ctx context.Context, s session, req *Request, e *
 	outcome := "ok"
 	if e != nil {
 		outcome = e.Code
-		if f, ok := s.(interface{ failed(*Error) }); ok {
-			f.failed(e)
-		}
+		s.failed(e)
 		s.reply(errorFrame(req.ID, e))
 	}
 	if g.metrics != nil {

@@ -102,6 +102,13 @@ func (s *httpSession) holds(string)        {}
 func (s *httpSession) reply(b []byte)      { s.out = b }
 func (s *httpSession) failed(e *Error)     { s.err, s.retry = e.Code, e.RetryAfter }
 
+// An HTTP response is one reply: more pages are pulled by cursor.
+func (s *httpSession) replyAll([][]byte) bool { return false }
+func (s *httpSession) replyBudget(b int) int  { return b }
+func (s *httpSession) replyList(head []byte, key string, items [][]byte) {
+	s.reply(withArray(head, key, items))
+}
+
 // readAtMost reads r into buf, failing past max bytes.
 func readAtMost(r io.Reader, buf []byte, max int) ([]byte, error) {
 	for {

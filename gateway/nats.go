@@ -194,6 +194,12 @@ func (s *natsSession) replyAll(frames [][]byte) bool {
 	return true
 }
 
+func (s *natsSession) failed(*Error) {}
+
+func (s *natsSession) replyList(head []byte, key string, items [][]byte) {
+	s.reply(withArray(head, key, items))
+}
+
 // replyBudget keeps every reply under the server's max payload.
 func (s *natsSession) replyBudget(budget int) int {
 	if mp := int(s.out.nc.MaxPayload()); mp > 0 {
@@ -263,8 +269,6 @@ func (k *natsSink) send(quit <-chan struct{}, done chan<- struct{}) {
 	}
 }
 
-func (k *natsSink) Lost(string) {}
-
 // catchUpEvery is how often the NATS sink looks for lagging subscriptions.
 const catchUpEvery = 100 * time.Millisecond
 
@@ -294,25 +298,33 @@ func (k *natsSink) catchUps(quit <-chan struct{}, done chan<- struct{}) {
 	}
 }
 
-func (k *natsSink) Notify(n *delivery.Notification) bool {
-	frame := notificationFrame(n)
+// enqueue queues a message for send, unless the queue is full or the
+// connection is down.
+func (k *natsSink) enqueue(subject string, data []byte) bool {
 	k.mu.Lock()
-	full := k.queued+len(frame) > natsQueueBytes || !k.nc.IsConnected()
+	full := k.queued+len(data) > natsQueueBytes || !k.nc.IsConnected()
 	if !full {
-		k.queue = append(k.queue, natsMsg{SubjectNotify + "." + n.Uid, frame})
-		k.queued += len(frame)
+		k.queue = append(k.queue, natsMsg{subject, data})
+		k.queued += len(data)
 	}
 	k.mu.Unlock()
 	if full {
 		if m := k.g.metrics; m != nil {
 			m.QueueDrops.Inc()
 		}
-		k.lagged.Store(true)
 		return false
 	}
 	select {
 	case k.kick <- struct{}{}:
 	default:
+	}
+	return true
+}
+
+func (k *natsSink) Notify(n *delivery.Notification) bool {
+	if !k.enqueue(SubjectNotify+"."+n.Uid, notificationFrame(n)) {
+		k.lagged.Store(true)
+		return false
 	}
 	if m := k.g.metrics; m != nil {
 		m.Notifications.WithLabelValues("nats").Inc()

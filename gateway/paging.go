@@ -43,17 +43,6 @@ type pageReply struct {
 	// Results are spliced in, as for subscribedReply.
 }
 
-// pusher is a session that can queue every page of a reply at once, in
-// order, or none of them.
-type pusher interface {
-	replyAll(frames [][]byte) bool
-}
-
-// budgeted is a session whose transport bounds a reply below the budget.
-type budgeted interface {
-	replyBudget(budget int) int
-}
-
 // splitPages cuts items of the given sizes, in order, into pages: as many
 // whole items as fit the budget, counting the page's envelope (first for
 // the first page, rest for the others) and the commas between items, and
@@ -95,20 +84,13 @@ func (g *Gateway) replyPaged(s session, req *Request, head []byte, key string, i
 		sizes[i] = len(items[i])
 	}
 	of := replyOp(head)
-	budget := g.limits.ReplyBudget
-	if b, ok := s.(budgeted); ok {
-		budget = b.replyBudget(budget)
-	}
+	budget := s.replyBudget(g.limits.ReplyBudget)
 	first := len(head) + len(`,"more":true,"pages":,"next":"",""":[]`) + maxPageDigits + cursorLen + len(key)
 	rest := len(encode(pageReply{ID: req.ID, Op: protocol.OpPage, Of: of, Page: 1e9, More: false, Next: strings.Repeat("x", cursorLen)})) +
 		len(`,"results":[]`)
 	ends := splitPages(sizes, first, rest, budget)
 	if len(ends) == 1 {
-		if l, ok := s.(listReplier); ok {
-			l.replyList(head, key, items)
-			return
-		}
-		s.reply(withArray(head, key, items))
+		s.replyList(head, key, items)
 		return
 	}
 	pages := make([][][]byte, len(ends))
@@ -119,14 +101,13 @@ func (g *Gateway) replyPaged(s session, req *Request, head []byte, key string, i
 		}
 		pages[i] = items[from:start]
 	}
-	p, canPush := s.(pusher)
-	if req.Paging != pagingCursor && canPush {
+	if req.Paging != pagingCursor {
 		frames := make([][]byte, len(pages))
 		frames[0] = withArray(withPaging(head, len(pages), ""), key, pages[0])
 		for i := 1; i < len(pages); i++ {
 			frames[i] = withArray(encode(pageReply{ID: req.ID, Op: protocol.OpPage, Of: of, Page: i + 1, More: i+1 < len(pages)}), protocol.FieldResults, pages[i])
 		}
-		if p.replyAll(frames) {
+		if s.replyAll(frames) {
 			return
 		}
 		// The send queue cannot take them all: the client pulls the rest.

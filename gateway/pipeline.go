@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/seed84792017/cellcast/delivery"
 	"github.com/seed84792017/cellcast/subscriptions"
 )
 
@@ -39,7 +40,7 @@ func newPipeline() *pipeline {
 // is done.
 func (p *pipeline) run(c *wsConn, do func(ctx context.Context, s session)) {
 	p.slots <- struct{}{}
-	s := &orderedReplies{wsConn: c, prev: p.last}
+	s := &orderedReplies{c: c, prev: p.last}
 	done := make(chan struct{})
 	p.last = done
 	stamped := make(chan struct{})
@@ -61,22 +62,38 @@ func (p *pipeline) run(c *wsConn, do func(ctx context.Context, s session)) {
 func (p *pipeline) wait() { p.wg.Wait() }
 
 // orderedReplies is a connection as one pipelined request sees it: its
-// replies wait for the previous request's. Notifications do not: they go
-// to the connection itself (sink), and a subscription's route opens only
-// after its reply has been queued.
+// replies wait for the previous request's. It holds the connection rather
+// than embedding it, so each way to reply (replier) is one of its own.
+// Notifications do not wait: they go to the connection itself (sink), and
+// a subscription's route opens only after its reply has been queued.
 type orderedReplies struct {
-	*wsConn
+	c    *wsConn
 	prev <-chan struct{}
 }
 
 func (o *orderedReplies) turn() { <-o.prev }
 
+func (o *orderedReplies) transport() string   { return "ws" }
+func (o *orderedReplies) uid() string         { return o.c.user }
+func (o *orderedReplies) sink() delivery.Sink { return o.c }
+func (o *orderedReplies) admit() bool         { return o.c.admit() }
+func (o *orderedReplies) holds(sid string)    { o.c.holds(sid) }
+func (o *orderedReplies) failed(*Error)       {}
+func (o *orderedReplies) replyBudget(b int) int {
+	return b
+}
+
 func (o *orderedReplies) reply(b []byte) {
 	o.turn()
-	o.wsConn.reply(b)
+	o.c.reply(b)
 }
 
 func (o *orderedReplies) replyAll(frames [][]byte) bool {
 	o.turn()
-	return o.wsConn.replyAll(frames)
+	return o.c.replyAll(frames)
+}
+
+func (o *orderedReplies) replyList(head []byte, key string, items [][]byte) {
+	o.turn()
+	o.c.replyList(head, key, items)
 }

@@ -45,7 +45,7 @@ func (q *sendQueue) push(f frame, room int) bool {
 	}
 	q.frames = append(q.frames, f)
 	q.bytes += f.queued()
-	q.wakeLocked()
+	q.unlockAndWake()
 	return true
 }
 
@@ -66,12 +66,12 @@ func (q *sendQueue) pushAll(fs []frame, room int) bool {
 	}
 	q.frames = append(q.frames, fs...)
 	q.bytes += n
-	q.wakeLocked()
+	q.unlockAndWake()
 	return true
 }
 
-// wakeLocked starts the writer unless it runs, and unlocks q.mu.
-func (q *sendQueue) wakeLocked() {
+// unlockAndWake unlocks q.mu, then starts the writer unless it runs.
+func (q *sendQueue) unlockAndWake() {
 	start := !q.running
 	q.running = true
 	q.mu.Unlock()
@@ -85,7 +85,7 @@ func (q *sendQueue) wakeLocked() {
 func (q *sendQueue) close() {
 	q.mu.Lock()
 	q.closing = true
-	q.wakeLocked()
+	q.unlockAndWake()
 }
 
 // low reports whether the queue holds at most half its bounds.

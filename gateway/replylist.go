@@ -9,13 +9,7 @@ import "bufio"
 // users. A JSON WebSocket queues the reply as its head and the rendered
 // publications instead, and the writer copies them once, into its buffer.
 
-// listReplier is a session that can send a reply and its list unjoined.
-type listReplier interface {
-	// replyList queues head, an encoded reply object, with "key": the
-	// items as a JSON array, as withArray would join them.
-	replyList(head []byte, key string, items [][]byte)
-}
-
+// replyList queues head with its list unjoined (replier.replyList).
 func (c *wsConn) replyList(head []byte, key string, items [][]byte) {
 	if c.bin {
 		c.reply(withArray(head, key, items)) // transcoded whole
@@ -27,12 +21,6 @@ func (c *wsConn) replyList(head []byte, key string, items [][]byte) {
 	prefix = append(prefix, key...)
 	prefix = append(prefix, `":[`...)
 	c.enqueue(frame{data: prefix, list: items}, roomReply)
-}
-
-// replyList keeps its place after the previous request's replies.
-func (o *orderedReplies) replyList(head []byte, key string, items [][]byte) {
-	o.turn()
-	o.wsConn.replyList(head, key, items)
 }
 
 const listEnd = "]}"

@@ -207,10 +207,7 @@ func (g *Gateway) ServeWS(w http.ResponseWriter, r *http.Request) {
 	go c.read(false)
 }
 
-func (c *wsConn) transport() string   { return "ws" }
-func (c *wsConn) uid() string         { return c.user }
-func (c *wsConn) sink() delivery.Sink { return c }
-func (c *wsConn) reply(b []byte)      { c.enqueue(c.dataFrame(b), roomReply) }
+func (c *wsConn) reply(b []byte) { c.enqueue(c.dataFrame(b), roomReply) }
 func (c *wsConn) replyAll(data [][]byte) bool {
 	select {
 	case <-c.closed:
@@ -223,7 +220,6 @@ func (c *wsConn) replyAll(data [][]byte) bool {
 	}
 	return c.q.pushAll(fs, roomReply)
 }
-func (c *wsConn) Lost(sid string)  { c.mu.Lock(); delete(c.sids, sid); c.mu.Unlock() }
 func (c *wsConn) holds(sid string) { c.mu.Lock(); c.sids[sid] = struct{}{}; c.mu.Unlock() }
 func (c *wsConn) admit() bool {
 	c.mu.Lock()

@@ -27,7 +27,7 @@ func (k chanSink) Notify(n *delivery.Notification) bool {
 		return false
 	}
 }
-func (chanSink) Lost(string) {}
+func (chanSink) Ended(delivery.End) {}
 
 func open(t *testing.T, dir string, cfg Config) *Service {
 	t.Helper()
@@ -170,7 +170,7 @@ func TestOverloadStoresNothing(t *testing.T) {
 type blockingSink struct{ open chan struct{} }
 
 func (k blockingSink) Notify(*delivery.Notification) bool { <-k.open; return true }
-func (blockingSink) Lost(string)                          {}
+func (blockingSink) Ended(delivery.End)                   {}
 
 // TestCloseClosesTheStore: the service owns its store; after Close the
 // data is on disk and reopens, and Close again returns the same result.
