@@ -51,6 +51,13 @@
 // node numbers the renderings it sends a holder, which keeps them until
 // they expire, and sends the number the next time (refs.go).
 //
+// Goroutines. A node's lease loop, and the takes, restarts and
+// hand-overs it starts (Node.spawn), run under the node's context: Close
+// stops the loop, cancels the rest and waits for them before it hands
+// each shard over. An owner serves a shard only while its node's lease
+// view names its take (Node.leased), and a holder's call ends answered or
+// abandoned under the holder's lock, never both.
+//
 // Locks. Node.mu (leases, owned shards, heartbeats heard), holder.mu (routes and calls),
 // owner.mu (an owner's routes to holders) and remoteSink.mu are never held
 // together, except that holder.mu is held while a gateway sink's Notify

@@ -171,7 +171,7 @@ func (n *Node) tick(ctx context.Context, acquire bool) {
 		n.mu.Unlock()
 		mine = append(mine, s)
 		owners[s] = value
-		go n.take(s)
+		n.spawn(func() { n.take(s) })
 	}
 	n.serving.Store(len(owners) == len(all))
 	n.h.owners(owners)

@@ -88,6 +88,12 @@ type Node struct {
 
 	stop chan struct{}
 	done chan struct{}
+	// ctx ends when Close begins: the takes, restarts and hand-overs
+	// running on the node's goroutines (spawn, counted in tasks) give up,
+	// and Close waits for them.
+	ctx    context.Context
+	cancel context.CancelFunc
+	tasks  sync.WaitGroup
 }
 
 // Start joins the cluster. It returns once the node's inbox is served;
@@ -118,6 +124,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, log: cfg.Log.With("node", cfg.ID), nc: cfg.NC, limits: lim, owned: map[string]*owner{},
 		revs: map[string]uint64{}, renewed: map[string]time.Time{}, owners: map[string]string{}, heard: map[string]time.Time{}, seen: map[string]seenRev{}, values: map[string]string{}, stop: make(chan struct{}), done: make(chan struct{}),
 		instance: rand.Uint64() | 1} // 0 names no life (appendRendered)
+	n.ctx, n.cancel = context.WithCancel(context.Background())
 	var err error
 	if n.js, err = jetstream.New(cfg.NC); err != nil {
 		return nil, err
@@ -208,12 +215,19 @@ func (n *Node) take(s string) {
 		// A JetStream request lost to a leader election is never answered:
 		// each step of an attempt is short (stepTimeout), and the attempt
 		// is tried again.
-		ctx, cancel := context.WithTimeout(context.Background(), takeTimeout)
+		ctx, cancel := context.WithTimeout(n.ctx, takeTimeout)
 		o, err := openOwner(ctx, n, s, value)
 		cancel()
 		if err != nil {
+			if n.ctx.Err() != nil {
+				return
+			}
 			n.log.Warn("cluster: taking a shard; trying again", "shard", s, "err", err, "in", wait)
-			time.Sleep(wait)
+			select {
+			case <-time.After(wait):
+			case <-n.ctx.Done():
+				return
+			}
 			continue
 		}
 		n.mu.Lock()
@@ -259,7 +273,7 @@ func (n *Node) restart(s string) {
 		if rev == 0 || n.closing() {
 			return // lost meanwhile
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.LeaseTTL)
+		ctx, cancel := context.WithTimeout(n.ctx, n.cfg.LeaseTTL)
 		r, err := n.leases.Update(ctx, s, []byte(value), rev)
 		if err == nil {
 			cancel()
@@ -280,9 +294,28 @@ func (n *Node) restart(s string) {
 			n.lose(s)
 			return
 		}
-		time.Sleep(100 * time.Millisecond)
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-n.ctx.Done():
+			return
+		}
 	}
 	n.take(s)
+}
+
+// spawn runs f on a goroutine of the node's, unless the node is closing:
+// Close cancels n.ctx and waits for f to return.
+func (n *Node) spawn(f func()) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return
+	}
+	n.tasks.Add(1)
+	go func() {
+		defer n.tasks.Done()
+		f()
+	}()
 }
 
 func (n *Node) closing() bool {
@@ -336,6 +369,10 @@ func (n *Node) Close() error {
 	n.mu.Unlock()
 	close(n.stop)
 	<-n.done
+	// No take, restart or hand-over starts from here on (spawn); those
+	// running give up, and each shard is handed over below.
+	n.cancel()
+	n.tasks.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	n.mu.Lock()

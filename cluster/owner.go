@@ -101,13 +101,13 @@ func openOwner(ctx context.Context, n *Node, name, lease string) (*owner, error)
 		return fail(err)
 	}
 	if n.cfg.Replicas > 1 {
-		go func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		n.spawn(func() {
+			sctx, cancel := context.WithTimeout(n.ctx, 5*time.Second)
 			defer cancel()
-			if err := o.log.stepDown(sctx, n.nc); err != nil {
+			if err := o.log.stepDown(sctx, n.nc); err != nil && n.ctx.Err() == nil {
 				n.log.Warn("cluster: moving a shard log's leader off this node", "shard", name, "err", err)
 			}
-		}()
+		})
 	}
 	// The catalog learns the publications whose home is this shard: one
 	// stored in several shards is found once.
@@ -270,11 +270,11 @@ func (o *owner) loop() {
 		}
 		uncork(corked)
 		if errors.Is(err, errFenced) {
-			go o.n.lose(o.name) // which waits for this loop to end
+			o.n.spawn(func() { o.n.lose(o.name) }) // which waits for this loop to end
 			return
 		}
 		if err != nil {
-			go o.n.restart(o.name) // the store may hold what the log does not
+			o.n.spawn(func() { o.n.restart(o.name) }) // the store may hold what the log does not
 			return
 		}
 	}
