@@ -27,13 +27,17 @@ const maxQueries = 16
 const queryPageBytes = 512 << 10
 
 // Query asks every shard and returns the newest q.K of their answers,
-// newest first, as one broker would.
-func (n *Node) Query(q service.Query) ([]subscriptions.Publication, error) {
+// newest first, as one broker would. It gives up when ctx ends, and
+// after twice a call's attempt time if ctx has no deadline.
+func (n *Node) Query(ctx context.Context, q service.Query) ([]subscriptions.Publication, error) {
 	if n.cfg.Catalog == nil {
 		return nil, service.ErrNoCatalog
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*attemptTimeout)
-	defer cancel()
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 2*attemptTimeout)
+		defer cancel()
+	}
 	shards := n.cfg.Shards.All()
 	got := make([][]subscriptions.Publication, len(shards))
 	errs := make([]error, len(shards))
@@ -101,7 +105,7 @@ func (o *owner) query(r *request) *reply {
 	default:
 		return &reply{Err: toWire(fmt.Errorf("%w: shard %s is rebuilding its catalog", service.ErrUnavailable, o.name))}
 	}
-	pubs, err := o.svc.Query(*r.Query)
+	pubs, err := o.svc.Query(o.n.ctx, *r.Query)
 	if err != nil {
 		return &reply{Err: toWire(err)}
 	}

@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/seed84792017/cellcast/dualdb"
 	"github.com/seed84792017/cellcast/listdb"
@@ -15,7 +19,8 @@ import (
 	"github.com/seed84792017/cellcast/subscriptions"
 )
 
-// stuckCore is a service whose publishes wait until their context ends.
+// stuckCore is a service whose publishes take their stamp, then wait
+// until their context ends.
 type stuckCore struct {
 	*service.Service
 	entered  chan struct{}
@@ -24,6 +29,7 @@ type stuckCore struct {
 
 func (c *stuckCore) Publish(ctx context.Context, _ *subscriptions.PublishRequest, _ func(*subscriptions.PublishResult)) error {
 	close(c.entered)
+	subscriptions.Stamped(ctx)
 	<-ctx.Done()
 	c.returned <- ctx.Err()
 	return ctx.Err()
@@ -64,5 +70,63 @@ func TestCloseOutOfTimeStopsRequestsFirst(t *testing.T) {
 		}
 	default:
 		t.Fatal("Close returned while the request still ran")
+	}
+}
+
+// TestHungUpConnectionEndsItsRequests: a request's context ends with its
+// connection, on WebSocket and on HTTP: what it waits for stops once its
+// reply can no longer reach the client.
+func TestHungUpConnectionEndsItsRequests(t *testing.T) {
+	store, err := dualdb.Open(filepath.Join(t.TempDir(), "db"), listdb.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc, _ := NewLocator(Grid{}, nil)
+	svc := service.New(service.Config{Store: store, Encode: loc.EncodePublication})
+	defer svc.Close()
+	for _, transport := range []string{"ws", "http"} {
+		core := &stuckCore{Service: svc, entered: make(chan struct{}), returned: make(chan error, 1)}
+		g := New(Config{Service: core, Locator: loc})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if transport == "ws" {
+				g.ServeWS(w, r)
+				return
+			}
+			r.SetPathValue("op", "publish")
+			g.ServeHTTP(w, r)
+		}))
+		body := `{"uid":"u","cell":"1","expires":"1m"}`
+		hangUp := func() {}
+		if transport == "ws" {
+			c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.WriteMessage(websocket.TextMessage, []byte(`{"id":"1","op":"publish",`+body[1:])); err != nil {
+				t.Fatal(err)
+			}
+			hangUp = func() { c.Close() }
+		} else {
+			ctx, cancel := context.WithCancel(context.Background())
+			req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/api/publish", strings.NewReader(body))
+			go http.DefaultClient.Do(req)
+			hangUp = cancel
+		}
+		select {
+		case <-core.entered:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the publish never reached the service", transport)
+		}
+		hangUp()
+		select {
+		case err := <-core.returned:
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("%s: the request ended with %v, want its context cancelled", transport, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the request still runs after its client hung up", transport)
+		}
+		srv.Close()
+		g.Close(context.Background())
 	}
 }

@@ -104,7 +104,7 @@ type Core interface {
 	// Detach stops routing the subscriptions sids to sink, which is
 	// going away (a connection closing detaches all of its at once).
 	Detach(sids []string, sink delivery.Sink)
-	Query(q service.Query) ([]subscriptions.Publication, error)
+	Query(ctx context.Context, q service.Query) ([]subscriptions.Publication, error)
 	// Drain waits until every publication released so far is dispatched.
 	Drain()
 }

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -45,10 +44,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if e == nil && req.Paging == pagingPush {
 		e = errorf(CodeBadRequest, "HTTP cannot push pages: paging is cursor here")
 	}
-	// Not the request's context: once a request runs it runs to the end,
-	// so a publication that is stored is dispatched even when its client
-	// has hung up (the reply then goes nowhere).
-	g.serveDecoded(context.WithoutCancel(r.Context()), s, req, e)
+	// The request's context: a client that hangs up ends what its request
+	// waits for (a cluster call, a query). A write the store has begun
+	// still finishes and is dispatched: stores look at the context only
+	// before they stamp.
+	g.serveDecoded(r.Context(), s, req, e)
 	status := http.StatusOK
 	if s.err != "" {
 		status = statusOf(s.err)

@@ -132,6 +132,9 @@ func (g *Gateway) serveNATS(sink *natsSink, m *nats.Msg, op, where string) {
 			e = errorf(CodeBadRequest, "uid %q cannot name a NATS subject (no '.', '*', '>' or spaces)", uid)
 		}
 	}
+	// A NATS request has no connection of its own: it lives as long as
+	// the gateway does (requestContext), and its requester's timeout is
+	// the requester's.
 	g.serveDecoded(context.Background(), s, req, e)
 }
 

@@ -51,7 +51,7 @@ func (p *pipeline) run(c *wsConn, do func(ctx context.Context, s session)) {
 		defer p.wg.Done()
 		defer func() { <-p.slots }()
 		defer mark()
-		do(subscriptions.WithStamped(context.Background(), mark), s)
+		do(subscriptions.WithStamped(c.ctx, mark), s)
 		s.turn() // a request that did not reply still keeps its place
 		close(done)
 	}()

@@ -27,7 +27,7 @@ func (g *Gateway) query(ctx context.Context, s session, req *Request) error {
 	if req.K != nil {
 		q.K = *req.K
 	}
-	res, err := g.svc.Query(q)
+	res, err := g.svc.Query(ctx, q)
 	if err != nil {
 		return err // CodeOf makes a bad query a bad_request
 	}

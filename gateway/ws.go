@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"strconv"
@@ -115,9 +116,13 @@ type wsConn struct {
 	// catching: a catch-up runs (one at a time per connection).
 	lagged, catching atomic.Bool
 
-	pinger   *time.Timer // queues a ping every pingEvery
-	once     sync.Once
-	closed   chan struct{} // closed when the connection is ending
+	pinger *time.Timer // queues a ping every pingEvery
+	once   sync.Once
+	closed chan struct{} // closed when the connection is ending
+	// ctx is its requests' context: it ends with the connection, when
+	// their replies can no longer reach the client.
+	ctx      context.Context
+	cancel   context.CancelFunc
 	code     int
 	reason   string
 	drain    bool // the writer sends what is queued before closing
@@ -174,6 +179,7 @@ func (g *Gateway) ServeWS(w http.ResponseWriter, r *http.Request) {
 	c := &wsConn{g: g, conn: raw, fd: socketFD(raw), sw: &stallWriter{conn: raw}, user: uid, tok: tok, pipe: newPipeline(), msg: message{max: 16 * g.limits.MaxFrame},
 		lim: rate.NewLimiter(rate.Limit(g.limits.Rate), g.limits.Burst), sids: map[string]struct{}{},
 		closed: make(chan struct{}), readDone: make(chan struct{}), bin: proto == SubprotocolCBOR, grouped: grouped}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.q = newSendQueue(g.limits.SendQueue, g.limits.SendQueueBytes, func() { go c.writer() })
 	c.lastRead.Store(time.Now().UnixNano())
 	c.pinger = time.AfterFunc(pingEvery, c.ping) // before anything may finish the connection
@@ -319,6 +325,7 @@ func (c *wsConn) close(code int, reason string, drain bool) {
 	c.once.Do(func() {
 		c.code, c.reason, c.drain = code, reason, drain
 		close(c.closed)
+		c.cancel()
 		c.q.close()
 	})
 }

@@ -77,7 +77,9 @@ func (c *wsConn) read(woken bool) {
 // endReading is the end of the connection's reading, for good.
 func (c *wsConn) endReading() {
 	// The writer detaches the connection's subscriptions once readDone
-	// closes: no request may still be adding one.
+	// closes: no request may still be adding one. The client is gone, so
+	// what its requests still wait for ends.
+	c.cancel()
 	c.pipe.wait()
 	close(c.readDone)
 	c.close(0, "", false) // hang up, without a close frame unless one is due

@@ -208,8 +208,12 @@ func (s *Service) Detach(sids []string, sink delivery.Sink) {
 	}
 }
 
-// Query returns the latest live publications matching q, newest first.
-func (s *Service) Query(q Query) ([]subscriptions.Publication, error) {
+// Query returns the latest live publications matching q, newest first,
+// unless ctx ends first.
+func (s *Service) Query(ctx context.Context, q Query) ([]subscriptions.Publication, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	c := s.cfg.Catalog
 	if c == nil {
 		return nil, ErrNoCatalog

@@ -84,12 +84,12 @@ func TestPublishDispatchesBeforeItsAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	bob := "bob"
-	got, err := s.Query(Query{Attr: "uid", Eq: &bob, K: 5})
+	got, err := s.Query(context.Background(), Query{Attr: "uid", Eq: &bob, K: 5})
 	if err != nil || len(got) != 1 || got[0].Pid() != pid {
 		t.Fatalf("query after published: %v, %v; want %s", got, err, pid)
 	}
 	fire := "fire"
-	if got, err := s.Query(Query{Attr: "category", Eq: &fire, K: 5}); err != nil || len(got) != 1 {
+	if got, err := s.Query(context.Background(), Query{Attr: "category", Eq: &fire, K: 5}); err != nil || len(got) != 1 {
 		t.Fatalf("query by category: %v, %v", got, err)
 	}
 }
@@ -106,7 +106,7 @@ func TestQueryErrors(t *testing.T) {
 		"no value":          {Attr: "uid", K: 1},
 		"k zero":            {Attr: "uid", Eq: &bad, K: 0},
 	} {
-		if _, err := s.Query(q); !errors.Is(err, ErrBadQuery) {
+		if _, err := s.Query(context.Background(), q); !errors.Is(err, ErrBadQuery) {
 			t.Errorf("%s: %v, want ErrBadQuery", name, err)
 		}
 	}
@@ -148,7 +148,7 @@ func TestOverloadStoresNothing(t *testing.T) {
 		t.Fatal("no publish was refused while the dispatcher was held up")
 	}
 	p := "p"
-	got, err := s.Query(Query{Attr: "uid", Eq: &p, K: 100})
+	got, err := s.Query(context.Background(), Query{Attr: "uid", Eq: &p, K: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
