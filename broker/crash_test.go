@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -116,26 +115,8 @@ func (c *crashConn) close() {
 type brokerProc struct {
 	cmd    *exec.Cmd
 	addr   string
-	out    *output
+	out    *syncBuffer   // its stdout and stderr, read while it writes them
 	exited chan struct{} // closed once the process is reaped
-}
-
-// output is the broker's stdout and stderr, read while it writes them.
-type output struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (o *output) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.b.Write(p)
-}
-
-func (o *output) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.b.String()
 }
 
 // freeAddr returns a loopback address whose port was free a moment ago.
@@ -167,7 +148,7 @@ func startBroker(t *testing.T, bin, dir string, args ...string) *brokerProc {
 	t.Helper()
 	for attempt := 0; attempt < 5; attempt++ {
 		addr := freeAddr(t)
-		out := &output{}
+		out := &syncBuffer{}
 		cmd := exec.Command(bin, append([]string{"--data", dir, "--http", addr, "--nats-listen", "127.0.0.1:0",
 			"--log-level", "warn", "--rate", "1000000", "--burst", "1000000"}, args...)...)
 		cmd.Stdout, cmd.Stderr = out, out

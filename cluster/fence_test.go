@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/seed84792017/cellcast/service"
 	"github.com/seed84792017/cellcast/subscriptions"
 )
@@ -18,29 +16,11 @@ import (
 // would hear nothing more. Once the shard is served again, the resume
 // replays what the subscriber missed.
 func TestFencedOwnerAnswersNoResume(t *testing.T) {
-	nodes := startNodes(t, natsCluster(t, 3), 2)
-	waitSteady(t, nodes)
-	holder := nodes[0]
-	cell, owner := remoteCell(t, nodes, holder)
-	shard := owner.cfg.Shards.Home([]subscriptions.Cell{cell})
-	var sid string
-	err := holder.Subscribe(context.Background(), &subscriptions.SubscribeRequest{Uid: "s", Cell: cell, Future: time.Hour}, newSink(),
-		func(_ *subscriptions.SubscribeResult, s string) { sid = s })
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, owner, cell, _, sid := subscribeAcross(t, time.Hour)
 	want := publishAll(t, owner, cell, 0, 3)
-	js, err := jetstream.New(owner.nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := js.Publish(ctx, logSubject+shard, appendEntry(nil, entryOwner, []byte("intruder"))); err != nil {
-		t.Fatal(err)
-	}
+	intrude(t, owner, cell)
 	k := newSink()
-	err = owner.Resume(context.Background(), sid, 0, "s", k, func(*subscriptions.ReplayResult) {})
+	err := owner.Resume(context.Background(), sid, 0, "s", k, func(*subscriptions.ReplayResult) {})
 	if !errors.Is(err, service.ErrUnavailable) {
 		t.Fatalf("a resume at an owner fenced off its log: %v, want unavailable", err)
 	}

@@ -32,6 +32,39 @@ func remoteCell(t *testing.T, nodes []*testNode, holder *testNode) (subscription
 	return subscriptions.Cell{}, nil
 }
 
+// subscribeAcross starts three nodes and subscribes on one of them (the
+// holder) to a cell whose shard another (the owner) serves, for future.
+func subscribeAcross(t *testing.T, future time.Duration) (holder, owner *testNode, cell subscriptions.Cell, k *sink, sid string) {
+	t.Helper()
+	nodes := startNodes(t, natsCluster(t, 3), 2)
+	waitSteady(t, nodes)
+	holder, k = nodes[0], newSink()
+	cell, owner = remoteCell(t, nodes, holder)
+	err := holder.Subscribe(context.Background(), &subscriptions.SubscribeRequest{Uid: "s", Cell: cell, Future: future}, k,
+		func(_ *subscriptions.SubscribeResult, s string) { sid = s })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return holder, owner, cell, k, sid
+}
+
+// intrude appends to the log of cell's shard as another writer would (a
+// new owner): its owner's next append names a last sequence the stream
+// has passed, and is fenced off.
+func intrude(t *testing.T, owner *testNode, cell subscriptions.Cell) {
+	t.Helper()
+	js, err := jetstream.New(owner.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	shard := owner.cfg.Shards.Home([]subscriptions.Cell{cell})
+	if _, err := js.Publish(ctx, logSubject+shard, appendEntry(nil, entryOwner, []byte("intruder"))); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // lossy makes the owner's batches to holder go through fate, which says
 // for the k-th send (from 1) whether it is lost on the way (nil error,
 // nothing sent) or refused (an error).
@@ -71,17 +104,7 @@ func publishAll(t *testing.T, via *testNode, cell subscriptions.Cell, from, to i
 // notification's Prev and resumes from what it has; the owner keeps a
 // refused batch and sends it again, before anything after it.
 func TestHopRepairsLostBatches(t *testing.T) {
-	nodes := startNodes(t, natsCluster(t, 3), 2)
-	waitSteady(t, nodes)
-	holder := nodes[0]
-	cell, owner := remoteCell(t, nodes, holder)
-	k := newSink()
-	var sid string
-	err := holder.Subscribe(context.Background(), &subscriptions.SubscribeRequest{Uid: "s", Cell: cell, Future: time.Hour}, k,
-		func(_ *subscriptions.SubscribeResult, s string) { sid = s })
-	if err != nil {
-		t.Fatal(err)
-	}
+	holder, owner, cell, k, sid := subscribeAcross(t, time.Hour)
 	lossy(owner, holder, func(k int) (bool, error) {
 		switch k {
 		case 3, 6, 7:
@@ -108,17 +131,7 @@ func TestHopRepairsLostBatches(t *testing.T) {
 // (a connection past its reconnect buffer), the owner keeps them and
 // sends them again in order: the holder needs no repair.
 func TestHopResendsRefusedBatches(t *testing.T) {
-	nodes := startNodes(t, natsCluster(t, 3), 2)
-	waitSteady(t, nodes)
-	holder := nodes[0]
-	cell, owner := remoteCell(t, nodes, holder)
-	k := newSink()
-	var sid string
-	err := holder.Subscribe(context.Background(), &subscriptions.SubscribeRequest{Uid: "s", Cell: cell, Future: time.Hour}, k,
-		func(_ *subscriptions.SubscribeResult, s string) { sid = s })
-	if err != nil {
-		t.Fatal(err)
-	}
+	holder, owner, cell, k, sid := subscribeAcross(t, time.Hour)
 	lossy(owner, holder, func(k int) (bool, error) {
 		if k >= 2 && k <= 8 {
 			return false, errors.New("nats: refused")
@@ -137,17 +150,7 @@ func TestHopResendsRefusedBatches(t *testing.T) {
 // the owner's end names its last sequence number, and the holder, which
 // has less, resumes before ending the route.
 func TestHopRepairsATrailingLoss(t *testing.T) {
-	nodes := startNodes(t, natsCluster(t, 3), 2)
-	waitSteady(t, nodes)
-	holder := nodes[0]
-	cell, owner := remoteCell(t, nodes, holder)
-	k := newSink()
-	var sid string
-	err := holder.Subscribe(context.Background(), &subscriptions.SubscribeRequest{Uid: "s", Cell: cell, Future: 3 * time.Second}, k,
-		func(_ *subscriptions.SubscribeResult, s string) { sid = s })
-	if err != nil {
-		t.Fatal(err)
-	}
+	holder, owner, cell, k, sid := subscribeAcross(t, 3*time.Second)
 	want := publishAll(t, owner, cell, 0, 5)
 	waitGot(t, k, sid, want)
 	var mu sync.Mutex
@@ -186,32 +189,11 @@ func TestHopRepairsATrailingLoss(t *testing.T) {
 // it; once the shard is served again a retry reaches the subscriber
 // once.
 func TestFencedAppendNotifiesNobody(t *testing.T) {
-	nodes := startNodes(t, natsCluster(t, 3), 2)
-	waitSteady(t, nodes)
-	holder := nodes[0]
-	cell, owner := remoteCell(t, nodes, holder)
-	shard := owner.cfg.Shards.Home([]subscriptions.Cell{cell})
-	k := newSink()
-	var sid string
-	err := holder.Subscribe(context.Background(), &subscriptions.SubscribeRequest{Uid: "s", Cell: cell, Future: time.Hour}, k,
-		func(_ *subscriptions.SubscribeResult, s string) { sid = s })
-	if err != nil {
-		t.Fatal(err)
-	}
+	holder, owner, cell, k, sid := subscribeAcross(t, time.Hour)
 	want := publishAll(t, owner, cell, 0, 3)
 	waitGot(t, k, sid, want)
-	// Another writer appends to the shard's log: the owner's next append
-	// names a last sequence the stream has passed.
-	js, err := jetstream.New(owner.nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := js.Publish(ctx, logSubject+shard, appendEntry(nil, entryOwner, []byte("intruder"))); err != nil {
-		t.Fatal(err)
-	}
-	err = owner.Publish(context.Background(), &subscriptions.PublishRequest{Uid: "p", Cell: cell, Desc: "fenced", Expires: time.Hour}, func(*subscriptions.PublishResult) {})
+	intrude(t, owner, cell)
+	err := owner.Publish(context.Background(), &subscriptions.PublishRequest{Uid: "p", Cell: cell, Desc: "fenced", Expires: time.Hour}, func(*subscriptions.PublishResult) {})
 	if err == nil {
 		t.Fatal("a publication whose append was fenced off was acknowledged")
 	}

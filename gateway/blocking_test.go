@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -12,8 +11,6 @@ import (
 
 	"github.com/seed84792017/cellcast/delivery"
 	"github.com/seed84792017/cellcast/dewey"
-	"github.com/seed84792017/cellcast/dualdb"
-	"github.com/seed84792017/cellcast/listdb"
 	"github.com/seed84792017/cellcast/service"
 	"github.com/seed84792017/cellcast/subscriptions"
 )
@@ -24,13 +21,7 @@ func blockedNATS(t *testing.T) (*service.Service, chan struct{}, *natsClient) {
 	t.Helper()
 	ns := natsServer(t, -1)
 	t.Cleanup(ns.Shutdown)
-	store, err := dualdb.Open(filepath.Join(t.TempDir(), "db"), listdb.Config{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	loc, _ := NewLocator(Grid{}, nil)
-	svc := service.New(service.Config{Store: store, Encode: loc.EncodePublication})
-	t.Cleanup(func() { svc.Close() })
+	svc, loc := newTestService(t)
 	g := New(Config{Service: svc, Locator: loc})
 	bnc, err := nats.Connect(ns.ClientURL())
 	if err != nil {

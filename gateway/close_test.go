@@ -19,6 +19,20 @@ import (
 	"github.com/seed84792017/cellcast/subscriptions"
 )
 
+// newTestService is a service over a store in a temporary directory, on
+// the world grid; the test's end closes it.
+func newTestService(t *testing.T) (*service.Service, *Locator) {
+	t.Helper()
+	store, err := dualdb.Open(filepath.Join(t.TempDir(), "db"), listdb.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc, _ := NewLocator(Grid{}, nil)
+	svc := service.New(service.Config{Store: store, Encode: loc.EncodePublication})
+	t.Cleanup(func() { svc.Close() })
+	return svc, loc
+}
+
 // stuckCore is a service whose publishes take their stamp, then wait
 // until their context ends.
 type stuckCore struct {
@@ -39,13 +53,7 @@ func (c *stuckCore) Publish(ctx context.Context, _ *subscriptions.PublishRequest
 // while a request still runs tells the request to stop, and returns only
 // once it has: its caller may then close the store.
 func TestCloseOutOfTimeStopsRequestsFirst(t *testing.T) {
-	store, err := dualdb.Open(filepath.Join(t.TempDir(), "db"), listdb.Config{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	loc, _ := NewLocator(Grid{}, nil)
-	svc := service.New(service.Config{Store: store, Encode: loc.EncodePublication})
-	defer svc.Close()
+	svc, loc := newTestService(t)
 	core := &stuckCore{Service: svc, entered: make(chan struct{}), returned: make(chan error, 1)}
 	g := New(Config{Service: core, Locator: loc})
 	go func() {
@@ -77,13 +85,7 @@ func TestCloseOutOfTimeStopsRequestsFirst(t *testing.T) {
 // connection, on WebSocket and on HTTP: what it waits for stops once its
 // reply can no longer reach the client.
 func TestHungUpConnectionEndsItsRequests(t *testing.T) {
-	store, err := dualdb.Open(filepath.Join(t.TempDir(), "db"), listdb.Config{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	loc, _ := NewLocator(Grid{}, nil)
-	svc := service.New(service.Config{Store: store, Encode: loc.EncodePublication})
-	defer svc.Close()
+	svc, loc := newTestService(t)
 	for _, transport := range []string{"ws", "http"} {
 		core := &stuckCore{Service: svc, entered: make(chan struct{}), returned: make(chan error, 1)}
 		g := New(Config{Service: core, Locator: loc})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -13,9 +12,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/seed84792017/cellcast/dewey"
-	"github.com/seed84792017/cellcast/dualdb"
-	"github.com/seed84792017/cellcast/listdb"
-	"github.com/seed84792017/cellcast/service"
 	"github.com/seed84792017/cellcast/subscriptions"
 )
 
@@ -47,13 +43,7 @@ func TestNATSSinkCatchesUpAfterAnOutage(t *testing.T) {
 	ns := natsServer(t, port)
 	url := ns.ClientURL()
 
-	store, err := dualdb.Open(filepath.Join(t.TempDir(), "db"), listdb.Config{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	loc, _ := NewLocator(Grid{}, nil)
-	svc := service.New(service.Config{Store: store, Encode: loc.EncodePublication})
-	defer svc.Close()
+	svc, loc := newTestService(t)
 	g := New(Config{Service: svc, Locator: loc})
 	// The broker's side reconnects slowly, the subscriber's at once, so
 	// the subscriber listens again before the catch-up replays.
