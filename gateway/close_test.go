@@ -98,7 +98,7 @@ func TestHungUpConnectionEndsItsRequests(t *testing.T) {
 			g.ServeHTTP(w, r)
 		}))
 		body := `{"uid":"u","cell":"1","expires":"1m"}`
-		hangUp := func() {}
+		var hangUp func()
 		if transport == "ws" {
 			c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
 			if err != nil {
