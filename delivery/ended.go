@@ -33,4 +33,3 @@ type End struct {
 	Last int64
 	Tag  uint64 // the route's (Notification.Tag)
 }
-

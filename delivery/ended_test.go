@@ -84,7 +84,6 @@ func (k *orderSink) Notify(n *Notification) bool {
 	return true
 }
 
-
 func (k *orderSink) Ended(e End) {
 	k.mu.Lock()
 	k.events = append(k.events, fmt.Sprintf("%s after %d", e.Why, e.Last))

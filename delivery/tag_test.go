@@ -35,7 +35,6 @@ func (k *tagSink) Notify(n *Notification) bool {
 	return true
 }
 
-
 func (k *tagSink) Ended(e End) {
 	k.mu.Lock()
 	k.ended[e.Sid] = fmt.Sprint(e.Why, " ", e.Tag)
