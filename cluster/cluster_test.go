@@ -198,6 +198,7 @@ func overlaps(a, b subscriptions.Cell) bool {
 
 type testSub struct {
 	sid  string
+	uid  string
 	cell subscriptions.Cell
 	node int
 	sink *sink
@@ -233,8 +234,8 @@ func TestClusterMatchesLikeOneNode(t *testing.T) {
 	subscribe := func(alive []int) {
 		c := randomCell(r)
 		i := alive[r.Intn(len(alive))]
-		s := &testSub{cell: c, node: i, sink: sinks[i]}
-		err := nodes[i].Subscribe(ctx, &subscriptions.SubscribeRequest{Uid: fmt.Sprintf("u%d", len(subs)), Cell: c, Past: time.Hour, Future: time.Hour},
+		s := &testSub{uid: fmt.Sprintf("u%d", len(subs)), cell: c, node: i, sink: sinks[i]}
+		err := nodes[i].Subscribe(ctx, &subscriptions.SubscribeRequest{Uid: s.uid, Cell: c, Past: time.Hour, Future: time.Hour},
 			sinks[i], func(res *subscriptions.SubscribeResult, sid string) {
 				s.sid = sid
 				for _, p := range res.Past { // from this node's shard
@@ -339,7 +340,7 @@ func TestClusterMatchesLikeOneNode(t *testing.T) {
 		sinks[dead].mu.Unlock()
 		s.past = append(s.past, prior...)
 		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := nodes[to].Resume(rctx, s.sid, last, "", sinks[to], func(*subscriptions.ReplayResult) {})
+		err := nodes[to].Resume(rctx, s.sid, last, s.uid, sinks[to], func(*subscriptions.ReplayResult) {})
 		cancel()
 		if err != nil {
 			t.Fatalf("resume %s at node %d: %v", s.sid, to, err)
