@@ -28,7 +28,11 @@ func (n *Node) Subscribe(ctx context.Context, req *subscriptions.SubscribeReques
 	// notification is read, but holds them until the client has its
 	// answer: answering on the caller's goroutine lets the gateway wait
 	// for the connection's earlier replies without stopping the inbox.
-	rep, err := h.call(ctx, shard, &request{Op: opSubscribe, Holder: n.cfg.ID, Sub: req, Route: id, Epoch: h.kept.current()}, func(r *reply) {
+	// The request's place is where it leaves for the owner, not where a
+	// store of this node stamps it (a local owner gets it as it is).
+	sub := *req
+	sub.Stamped = nil
+	rep, err := h.call(ctx, shard, &request{Op: opSubscribe, Holder: n.cfg.ID, Sub: &sub, Route: id, Epoch: h.kept.current(), stamped: req.Stamped}, func(r *reply) {
 		if r.Err != nil || r.SubR == nil || !r.SubR.Stored || sink == nil {
 			return
 		}
@@ -54,7 +58,9 @@ func (n *Node) Publish(ctx context.Context, req *subscriptions.PublishRequest, a
 	targets := n.cfg.Shards.Targets(cellsOf(req.Cell, req.Cover))
 	replies := make([]*reply, len(targets))
 	errs := make([]error, len(targets))
-	pub := &request{Op: opPublish, Holder: n.cfg.ID, Pub: req}
+	p := *req // its place is where it leaves, as for Subscribe
+	p.Stamped = nil
+	pub := &request{Op: opPublish, Holder: n.cfg.ID, Pub: &p, stamped: req.Stamped}
 	if len(targets) == 1 {
 		replies[0], errs[0] = n.h.call(ctx, targets[0], pub, nil)
 	} else {
@@ -83,7 +89,7 @@ func (n *Node) publishAll(ctx context.Context, targets []string, pub *request, r
 	sent.Add(len(targets))
 	go func() {
 		sent.Wait()
-		subscriptions.Stamped(ctx)
+		pub.stamped.Mark()
 	}()
 	var wg sync.WaitGroup
 	for i, s := range targets {
@@ -93,20 +99,23 @@ func (n *Node) publishAll(ctx context.Context, targets []string, pub *request, r
 			var once sync.Once
 			mark := func() { once.Do(sent.Done) }
 			defer mark() // a call that failed to send
-			replies[i], errs[i] = n.h.call(subscriptions.WithStamped(ctx, mark), s, pub, nil)
+			r := *pub
+			r.stamped = mark
+			replies[i], errs[i] = n.h.call(ctx, s, &r, nil)
 		}()
 	}
 	wg.Wait()
 }
 
-// Unsubscribe cancels owner's subscription sid at its shard.
-func (n *Node) Unsubscribe(ctx context.Context, sid, owner string) error {
+// Unsubscribe cancels owner's subscription sid at its shard; stamped
+// hears when the request has left for it.
+func (n *Node) Unsubscribe(ctx context.Context, sid, owner string, stamped subscriptions.Stamped) error {
 	shards, err := n.shardsOf(sid)
 	if err != nil {
 		return err
 	}
 	for _, shard := range shards {
-		_, err = n.h.call(ctx, shard, &request{Op: opUnsubscribe, Holder: n.cfg.ID, Sid: sid, Owner: owner}, nil)
+		_, err = n.h.call(ctx, shard, &request{Op: opUnsubscribe, Holder: n.cfg.ID, Sid: sid, Owner: owner, stamped: stamped}, nil)
 		if !errors.Is(err, subscriptions.ErrUnknownSid) {
 			break
 		}

@@ -227,7 +227,7 @@ func (h *holder) call(ctx context.Context, shard string, req *request, onReply f
 		// The shard's owner runs requests in the order they reach it,
 		// and this node's requests to it leave in order: the client's
 		// next request may start (gateway pipelining).
-		subscriptions.Stamped(ctx)
+		req.stamped.Mark()
 		select {
 		case r := <-c.done:
 			if r != nil {

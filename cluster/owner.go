@@ -82,7 +82,7 @@ func openOwner(ctx context.Context, n *Node, name, lease string) (*owner, error)
 			case entrySub, entryPub:
 				err = store.Restore(ctx, e.body)
 			case entryCancel:
-				if err = store.Unsubscribe(ctx, string(e.body)); errors.Is(err, subscriptions.ErrUnknownSid) {
+				if err = store.Unsubscribe(ctx, string(e.body), nil); errors.Is(err, subscriptions.ErrUnknownSid) {
 					err = nil // expired meanwhile
 				}
 			}
@@ -338,7 +338,7 @@ func (o *owner) exec(p *op, log *[]byte) func(error) {
 			o.answer(p.req.Holder, p.reply, out)
 		}
 	case opUnsubscribe:
-		if err := o.svc.Unsubscribe(ctx, r.Sid, r.Owner); err != nil {
+		if err := o.svc.Unsubscribe(ctx, r.Sid, r.Owner, nil); err != nil {
 			return fail(err)
 		}
 		*log = appendEntry(*log, entryCancel, []byte(r.Sid))

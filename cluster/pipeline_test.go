@@ -23,7 +23,7 @@ func pipelined(t *testing.T, holder *testNode, k *sink, cell subscriptions.Cell,
 	t.Helper()
 	published := make(chan error, 1)
 	var stamped int
-	ctx := subscriptions.WithStamped(context.Background(), func() {
+	mark := func() {
 		stamped++
 		if stamped > 1 {
 			return
@@ -39,8 +39,8 @@ func pipelined(t *testing.T, holder *testNode, k *sink, cell subscriptions.Cell,
 			}
 			published <- nil
 		}()
-	})
-	err := holder.Subscribe(ctx, &subscriptions.SubscribeRequest{Uid: "s", Cell: cell, Future: future}, k,
+	}
+	err := holder.Subscribe(context.Background(), &subscriptions.SubscribeRequest{Uid: "s", Cell: cell, Future: future, Stamped: mark}, k,
 		func(_ *subscriptions.SubscribeResult, s string) {
 			select {
 			case err := <-published:

@@ -52,6 +52,9 @@ type request struct {
 	Owner  string // the uid that must own Sid
 	Query  *service.Query
 	Skip   int // a query's results already received
+	// stamped, not sent, hears that the request has left for its shard:
+	// the owner runs requests in the order they come, so that is its place.
+	stamped subscriptions.Stamped
 }
 
 // reply is the owner's answer (replycodec.go).

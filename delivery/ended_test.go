@@ -41,7 +41,7 @@ func TestEndedSaysWhy(t *testing.T) {
 	behind := subscribeTo(t, hub, slow, "u", c, time.Second)
 	publishIn(t, hub, c) // refused by the slow sink: it lags
 	hub.Drain()
-	if err := hub.Unsubscribe(ctx, cancelled, "u"); err != nil {
+	if err := hub.Unsubscribe(ctx, cancelled, "u", nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := hub.Resume(ctx, moved, 0, "u", b, func(*subscriptions.ReplayResult) {}); err != nil {

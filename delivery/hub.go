@@ -319,10 +319,11 @@ func owned(s subscriptions.Subscription, owner string) error {
 	return nil
 }
 
-// Unsubscribe cancels sid, which owner must have made.
-// Its route ends with the cancel: publications stamped before it still
-// reach the sink, then Expire drops the route.
-func (h *Hub) Unsubscribe(ctx context.Context, sid, owner string) error {
+// Unsubscribe cancels sid, which owner must have made; stamped hears
+// when the cancel has its stamp. Its route ends with the cancel:
+// publications stamped before it still reach the sink, then Expire drops
+// the route.
+func (h *Hub) Unsubscribe(ctx context.Context, sid, owner string, stamped subscriptions.Stamped) error {
 	s, err := h.cfg.Store.Lookup(ctx, sid)
 	if err != nil {
 		return err
@@ -330,7 +331,7 @@ func (h *Hub) Unsubscribe(ctx context.Context, sid, owner string) error {
 	if err := owned(s, owner); err != nil {
 		return err
 	}
-	if err := h.cfg.Store.Unsubscribe(ctx, sid); err != nil {
+	if err := h.cfg.Store.Unsubscribe(ctx, sid, stamped); err != nil {
 		return err
 	}
 	now := h.cfg.Clock.Now() // after the cancel's stamp

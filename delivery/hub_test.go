@@ -305,10 +305,10 @@ func TestUnsubscribeChecksTheOwnerAndDropsTheRoute(t *testing.T) {
 	k := newSink()
 	c := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.MustParse("1.2")}
 	sid := subscribeTo(t, hub, k, "alice", c, time.Minute)
-	if err := hub.Unsubscribe(ctx, sid, "bob"); err == nil {
+	if err := hub.Unsubscribe(ctx, sid, "bob", nil); err == nil {
 		t.Fatal("bob cancelled alice's subscription")
 	}
-	if err := hub.Unsubscribe(ctx, sid, "alice"); err != nil {
+	if err := hub.Unsubscribe(ctx, sid, "alice", nil); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(2 * time.Second)
@@ -384,7 +384,7 @@ func TestUnsubscribeKeepsEarlierPublications(t *testing.T) {
 	sid := subscribeTo(t, hub, k, "u", c, time.Hour)
 	slow := hub.seq.beginPub()
 	publishIn(t, hub, c)
-	if err := hub.Unsubscribe(ctx, sid, "u"); err != nil {
+	if err := hub.Unsubscribe(ctx, sid, "u", nil); err != nil {
 		t.Fatal(err)
 	}
 	publishIn(t, hub, c)

@@ -103,7 +103,7 @@ func TestBlockedNATSSinkStallsNothing(t *testing.T) {
 			err := svc.Subscribe(context.Background(), &subscriptions.SubscribeRequest{Uid: "carol", Cell: cell("2.1"), Future: time.Hour}, newTestSink(),
 				func(_ *subscriptions.SubscribeResult, s string) { sid = s })
 			if err == nil {
-				err = svc.Unsubscribe(context.Background(), sid, "carol")
+				err = svc.Unsubscribe(context.Background(), sid, "carol", nil)
 			}
 			if err != nil {
 				done <- err

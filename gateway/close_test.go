@@ -41,9 +41,9 @@ type stuckCore struct {
 	returned chan error
 }
 
-func (c *stuckCore) Publish(ctx context.Context, _ *subscriptions.PublishRequest, _ func(*subscriptions.PublishResult)) error {
+func (c *stuckCore) Publish(ctx context.Context, req *subscriptions.PublishRequest, _ func(*subscriptions.PublishResult)) error {
 	close(c.entered)
-	subscriptions.Stamped(ctx)
+	req.Stamped.Mark()
 	<-ctx.Done()
 	c.returned <- ctx.Err()
 	return ctx.Err()

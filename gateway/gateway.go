@@ -98,7 +98,7 @@ type Core interface {
 	Limits() subscriptions.Limits
 	Subscribe(ctx context.Context, req *subscriptions.SubscribeRequest, sink delivery.Sink, answer func(*subscriptions.SubscribeResult, string)) error
 	Publish(ctx context.Context, req *subscriptions.PublishRequest, answer func(*subscriptions.PublishResult)) error
-	Unsubscribe(ctx context.Context, sid, owner string) error
+	Unsubscribe(ctx context.Context, sid, owner string, stamped subscriptions.Stamped) error
 	Resume(ctx context.Context, sid string, after int64, owner string, sink delivery.Sink, answer func(*subscriptions.ReplayResult)) error
 	CatchUp(ctx context.Context, sink delivery.Sink) (int, error)
 	// Detach stops routing the subscriptions sids to sink, which is
@@ -208,9 +208,11 @@ func (g *Gateway) begin() bool {
 	return true
 }
 
-// serve decodes and runs one request, answering on s.
-func (g *Gateway) serve(ctx context.Context, s session, data []byte) {
+// serve decodes and runs one request, answering on s; stamped hears when
+// it has its place.
+func (g *Gateway) serve(ctx context.Context, s session, data []byte, stamped subscriptions.Stamped) {
 	req, e := decodeRequest(data)
+	req.stamped = stamped
 	g.serveDecoded(ctx, s, req, e)
 }
 
@@ -299,7 +301,7 @@ func (g *Gateway) subscribe(ctx context.Context, s session, req *Request) error 
 	if !s.admit() {
 		return g.tooManyOnConn()
 	}
-	sr := &subscriptions.SubscribeRequest{Uid: uid, Past: req.Past.get(), Future: req.Future.get(), SelfJoin: req.SelfJoin}
+	sr := &subscriptions.SubscribeRequest{Uid: uid, Past: req.Past.get(), Future: req.Future.get(), SelfJoin: req.SelfJoin, Stamped: req.stamped}
 	if req.Filter != nil {
 		sr.Filter = subscriptions.Filter{Keyword: req.Filter.Keyword, Attrs: req.Filter.Attrs}
 	}
@@ -341,7 +343,7 @@ func (g *Gateway) publish(ctx context.Context, s session, req *Request) error {
 	if e != nil {
 		return e
 	}
-	pr := &subscriptions.PublishRequest{Uid: uid, Expires: req.Expires.get(), Desc: req.Desc, Attrs: req.Attrs, SelfJoin: req.SelfJoin}
+	pr := &subscriptions.PublishRequest{Uid: uid, Expires: req.Expires.get(), Desc: req.Desc, Attrs: req.Attrs, SelfJoin: req.SelfJoin, Stamped: req.stamped}
 	at, err := g.locateChecked(req, s.uid(), func(c subscriptions.Cell) error {
 		pr.Cell = c
 		_, err := g.svc.Limits().NewPublication(pr, 0)
@@ -370,7 +372,7 @@ func (g *Gateway) unsubscribe(ctx context.Context, s session, req *Request) erro
 	if req.Sid == "" {
 		return errorf(CodeBadRequest, "sid required")
 	}
-	if err := g.svc.Unsubscribe(ctx, req.Sid, uid); err != nil {
+	if err := g.svc.Unsubscribe(ctx, req.Sid, uid, req.stamped); err != nil {
 		return err
 	}
 	g.users.dropSub(s.uid(), req.Sid)

@@ -14,7 +14,7 @@ const pipelineDepth = 32
 
 // pipeline runs a WebSocket connection's requests several at a time and
 // still in order. Request N+1 starts once N has taken its stamp (the
-// store calls subscriptions.Stamped; a cluster node calls it once the
+// store marks the request's subscriptions.Stamped; a cluster node once the
 // request has left for its shard's owner, which runs them in the order
 // they come) or has finished, so the stamps keep the order the client
 // sent; each reply waits until the one before has left, so the replies
@@ -38,7 +38,7 @@ func newPipeline() *pipeline {
 // run serves one request on its own goroutine: do with a session whose
 // replies keep their place. It returns once the request has its stamp or
 // is done.
-func (p *pipeline) run(c *wsConn, do func(ctx context.Context, s session)) {
+func (p *pipeline) run(c *wsConn, do func(ctx context.Context, s session, stamped subscriptions.Stamped)) {
 	p.slots <- struct{}{}
 	s := &orderedReplies{c: c, prev: p.last}
 	done := make(chan struct{})
@@ -51,7 +51,7 @@ func (p *pipeline) run(c *wsConn, do func(ctx context.Context, s session)) {
 		defer p.wg.Done()
 		defer func() { <-p.slots }()
 		defer mark()
-		do(subscriptions.WithStamped(c.ctx, mark), s)
+		do(c.ctx, s, mark)
 		s.turn() // a request that did not reply still keeps its place
 		close(done)
 	}()

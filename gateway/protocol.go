@@ -108,6 +108,9 @@ type Request struct {
 	// first arrive (paging.go); Cursor: the page op's cursor.
 	Paging string `json:"paging"`
 	Cursor string `json:"cursor"`
+	// stamped, set by the WebSocket pipeline, hears that the request has
+	// its place (subscriptions.Stamped): the connection's next may start.
+	stamped subscriptions.Stamped
 }
 
 // decodeRequest parses one request. A request whose id could be read gets

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/seed84792017/cellcast/subscriptions"
 )
 
 // readBufs lend the readers their buffers while bytes wait: an idle
@@ -187,7 +189,7 @@ func (c *wsConn) frame(f wsFrame) bool {
 		return true // more fragments to come
 	}
 	if len(m) > max {
-		p.run(c, func(_ context.Context, s session) {
+		p.run(c, func(_ context.Context, s session, _ subscriptions.Stamped) {
 			s.reply(errorFrame(nil, errorf(CodeTooLarge, "request over %d bytes", max)))
 		})
 		c.count("other", CodeTooLarge)
@@ -204,7 +206,7 @@ func (c *wsConn) frame(f wsFrame) bool {
 			data, id, e = requestJSON(m)
 		}
 		if e != nil {
-			p.run(c, func(_ context.Context, s session) { s.reply(errorFrame(id, e)) })
+			p.run(c, func(_ context.Context, s session, _ subscriptions.Stamped) { s.reply(errorFrame(id, e)) })
 			c.count("other", CodeBadRequest)
 			return true
 		}
@@ -223,11 +225,11 @@ func (c *wsConn) frame(f wsFrame) bool {
 			e.RetryAfter = d
 		}
 		r.Cancel()
-		p.run(c, func(_ context.Context, s session) { s.reply(errorFrame(req.ID, e)) })
+		p.run(c, func(_ context.Context, s session, _ subscriptions.Stamped) { s.reply(errorFrame(req.ID, e)) })
 		c.count("other", CodeOverloaded)
 		return true
 	}
-	p.run(c, func(ctx context.Context, s session) { c.g.serve(ctx, s, data) })
+	p.run(c, func(ctx context.Context, s session, stamped subscriptions.Stamped) { c.g.serve(ctx, s, data, stamped) })
 	return true
 }
 

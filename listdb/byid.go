@@ -10,7 +10,7 @@ import (
 )
 
 // Unsubscribe implements subscriptions.Store.
-func (st *Store) Unsubscribe(ctx context.Context, sid string) error {
+func (st *Store) Unsubscribe(ctx context.Context, sid string, stamped subscriptions.Stamped) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -27,7 +27,7 @@ func (st *Store) Unsubscribe(ctx context.Context, sid string) error {
 		c, err = st.write(Subs, keys, EncodeCancel(now, found.Ts, found.Tmax), now)
 	}
 	st.mu.Unlock()
-	subscriptions.Stamped(ctx)
+	stamped.Mark()
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ import (
 // Subscribe implements subscriptions.Store.
 func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequest) (*subscriptions.SubscribeResult, error) {
 	var s subscriptions.Subscription
-	now, stored, commit, err := st.stampAndStore(ctx, Subs, func(now int64) (subscriptions.Cell, *subscriptions.Cover, int64, []byte, string, error) {
+	now, stored, commit, err := st.stampAndStore(ctx, Subs, req.Stamped, func(now int64) (subscriptions.Cell, *subscriptions.Cover, int64, []byte, string, error) {
 		var err error
 		s, err = st.limits.NewSubscription(req, now)
 		owner := ""
@@ -85,7 +85,7 @@ func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequ
 // Publish implements subscriptions.Store.
 func (st *Store) Publish(ctx context.Context, req *subscriptions.PublishRequest) (*subscriptions.PublishResult, error) {
 	var p subscriptions.Publication
-	now, stored, commit, err := st.stampAndStore(ctx, Pubs, func(now int64) (subscriptions.Cell, *subscriptions.Cover, int64, []byte, string, error) {
+	now, stored, commit, err := st.stampAndStore(ctx, Pubs, req.Stamped, func(now int64) (subscriptions.Cell, *subscriptions.Cover, int64, []byte, string, error) {
 		var err error
 		p, err = st.limits.NewPublication(req, now)
 		return p.Cell, p.Cover, p.Tmax, EncodePublication(&p), "", err

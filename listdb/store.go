@@ -219,11 +219,11 @@ func (st *Store) settleFor(c Commit, stored bool) error {
 // st.mu so records reach the
 // engine in stamp order. The caller settles the commit, outside st.mu,
 // before it answers; for a record not stored it is st.last. Unless it fails, the operation is in flight until the
-// caller calls st.cfg.inflight.end(now). It tells ctx's subscriptions.
-// Stamped hook as it lets go of st.mu. A context cancelled once the
+// caller calls st.cfg.inflight.end(now). It marks stamped as it lets go
+// of st.mu. A context cancelled once the
 // operation began no longer stops it: what is stored must be answered for
 // (and dispatched), whoever still listens.
-func (st *Store) stampAndStore(ctx context.Context, list List, build func(now int64) (subscriptions.Cell, *subscriptions.Cover, int64, []byte, string, error)) (now int64, stored bool, c Commit, err error) {
+func (st *Store) stampAndStore(ctx context.Context, list List, stamped subscriptions.Stamped, build func(now int64) (subscriptions.Cell, *subscriptions.Cover, int64, []byte, string, error)) (now int64, stored bool, c Commit, err error) {
 	if err := ctx.Err(); err != nil {
 		return 0, false, Commit{}, err
 	}
@@ -260,7 +260,7 @@ func (st *Store) stampAndStore(ctx context.Context, list List, build func(now in
 		c = st.last // it wrote nothing, but its reply reports what it reads
 	}
 	st.mu.Unlock()
-	subscriptions.Stamped(ctx)
+	stamped.Mark()
 	if err != nil {
 		st.cfg.inflight.end(now)
 	}

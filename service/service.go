@@ -178,9 +178,10 @@ func (s *Service) catalogue(p *subscriptions.Publication) {
 // that validate a request before acting on it (registering a topic).
 func (s *Service) Limits() subscriptions.Limits { return s.cfg.Store.Limits() }
 
-// Unsubscribe cancels owner's subscription sid.
-func (s *Service) Unsubscribe(ctx context.Context, sid, owner string) error {
-	return s.hub.Unsubscribe(ctx, sid, owner)
+// Unsubscribe cancels owner's subscription sid; stamped hears when the
+// cancel has its stamp.
+func (s *Service) Unsubscribe(ctx context.Context, sid, owner string, stamped subscriptions.Stamped) error {
+	return s.hub.Unsubscribe(ctx, sid, owner, stamped)
 }
 
 // Resume moves owner's subscription sid to sink and replays what it

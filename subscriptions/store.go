@@ -30,6 +30,8 @@ type SubscribeRequest struct {
 	// A query (by place) is a subscription without a future window,
 	// never stored; these narrow its past results.
 	Query Narrow
+	// Stamped hears that the subscribe has its stamp (Stamped's doc).
+	Stamped Stamped `json:"-"`
 }
 
 // Narrow narrows a query's past results. The zero Narrow keeps them all.
@@ -62,6 +64,8 @@ type PublishRequest struct {
 	Attrs    map[string]string
 	SelfJoin bool
 	Shape    *geo.Shape // where, for a point, a circle or a polygon; nil otherwise
+	// Stamped hears that the publish has its stamp (Stamped's doc).
+	Stamped Stamped `json:"-"`
 }
 
 // SubscribeResult is what SUBSCRIBE returns: the subscription as stamped,
@@ -106,7 +110,7 @@ type Store interface {
 	Publish(ctx context.Context, req *PublishRequest) (*PublishResult, error)
 	// Unsubscribe cancels a live subscription; ErrUnknownSid if there is
 	// none with that id.
-	Unsubscribe(ctx context.Context, sid string) error
+	Unsubscribe(ctx context.Context, sid string, stamped Stamped) error
 	// Lookup returns the live subscription sid: ErrUnknownSid when it
 	// never existed, was cancelled or has ended.
 	Lookup(ctx context.Context, sid string) (Subscription, error)

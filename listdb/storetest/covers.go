@@ -150,7 +150,7 @@ func Covers(t *testing.T, open Opener) {
 			// through any of its cells, and it is gone by its id.
 			for _, s := range recs {
 				if !s.isPub && !s.cancelled && s.tmax > r.sc.Peek()+1 {
-					if err := r.store.Unsubscribe(ctx, s.id); err != nil {
+					if err := r.store.Unsubscribe(ctx, s.id, nil); err != nil {
 						t.Fatalf("op %d unsubscribe %s: %v", i, s.id, err)
 					}
 					s.cancelled = true

@@ -298,7 +298,7 @@ func (r *run) step(i int) {
 		if len(r.sids) > 0 && r.rng.Intn(10) > 0 {
 			sid = r.sids[r.rng.Intn(len(r.sids))]
 		}
-		gerr := r.store.Unsubscribe(ctx, sid)
+		gerr := r.store.Unsubscribe(ctx, sid, nil)
 		werr := r.oracle.Unsubscribe(ctx, sid)
 		if !sameErr(gerr, werr) {
 			r.t.Fatalf("op %d unsubscribe %s: store %v, oracle %v", i, sid, gerr, werr)
@@ -511,11 +511,11 @@ func BadInput(t *testing.T, open Opener) {
 		t.Fatalf("rejected subscriptions were stored: %v %v", pr, err)
 	}
 	for _, sid := range []string{"", "x", "-1", "zz-1.0", "abc-", "1-t", strings.Repeat("9", 40) + "-1"} {
-		if err := r.store.Unsubscribe(ctx, sid); !errors.Is(err, subscriptions.ErrBadID) {
+		if err := r.store.Unsubscribe(ctx, sid, nil); !errors.Is(err, subscriptions.ErrBadID) {
 			t.Fatalf("Unsubscribe(%q): %v", sid, err)
 		}
 	}
-	if err := r.store.Unsubscribe(ctx, subscriptions.FormatID(12345, cell)); !errors.Is(err, subscriptions.ErrUnknownSid) {
+	if err := r.store.Unsubscribe(ctx, subscriptions.FormatID(12345, cell), nil); !errors.Is(err, subscriptions.ErrUnknownSid) {
 		t.Fatalf("unknown sid: %v", err)
 	}
 }
