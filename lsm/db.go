@@ -102,7 +102,10 @@ type DB struct {
 	snapshots     snapshotList
 	snapshotEpoch uint64
 	compactPtr    [manifest.NumLevels][]byte
-	bgWG          sync.WaitGroup
+	// checkpoints counts Checkpoint calls under way; while any is, no WAL
+	// is deleted (the next flush after them deletes the obsolete ones).
+	checkpoints int
+	bgWG        sync.WaitGroup
 }
 
 // Open opens or creates the database in dir.

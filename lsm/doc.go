@@ -16,6 +16,10 @@
 // early termination the pub/sub layer relies on. Block property collectors
 // summarize each block and table so scans can skip them.
 //
+// Checkpoint copies an open DB for a backup while writes go on: its
+// tables hard-linked, the WALs still needed copied up to the moment of the
+// call, and a fresh MANIFEST naming them.
+//
 // What this package must never do: know anything about Cellcast's records,
 // silently return unverified bytes, or lose a write it acknowledged as synced.
 //

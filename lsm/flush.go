@@ -82,7 +82,11 @@ func (d *DB) removeOutputs(metas ...*manifest.FileMetadata) {
 	}
 }
 
+// deleteObsoleteLogs removes the WALs below a number; d.mu is held.
 func (d *DB) deleteObsoleteLogs(below uint64) {
+	if d.checkpoints > 0 {
+		return
+	}
 	names, err := d.fs.List(d.dir)
 	if err != nil {
 		return

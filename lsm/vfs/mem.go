@@ -130,6 +130,26 @@ func (fs *MemFS) Rename(oldname, newname string) error {
 	return nil
 }
 
+// Link implements FS: both names share the node, as a hard link does.
+func (fs *MemFS) Link(oldname, newname string) error {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	n, err := fs.lookup("link", oldname)
+	if err != nil {
+		return err
+	}
+	nd, nb := split(newname)
+	ents, ok := fs.dirs[nd]
+	if !ok {
+		return notExist("link", newname)
+	}
+	if _, taken := ents[nb]; taken {
+		return &os.LinkError{Op: "link", Old: oldname, New: newname, Err: os.ErrExist}
+	}
+	ents[nb] = n
+	return nil
+}
+
 // MkdirAll implements FS. Directories are durable at once.
 func (fs *MemFS) MkdirAll(dir string) error {
 	fs.mu.Lock()

@@ -27,6 +27,9 @@ type FS interface {
 	OpenDir(name string) (File, error)
 	Remove(name string) error
 	Rename(oldname, newname string) error
+	// Link makes newname a hard link to oldname: another name for the same
+	// bytes, which a checkpoint uses for immutable tables.
+	Link(oldname, newname string) error
 	MkdirAll(dir string) error
 	// List returns the names (not paths) of a directory's entries.
 	List(dir string) ([]string, error)
@@ -84,6 +87,7 @@ func (osFS) OpenDir(name string) (File, error) {
 
 func (osFS) Remove(name string) error             { return os.Remove(name) }
 func (osFS) Rename(oldname, newname string) error { return os.Rename(oldname, newname) }
+func (osFS) Link(oldname, newname string) error   { return os.Link(oldname, newname) }
 func (osFS) MkdirAll(dir string) error            { return os.MkdirAll(dir, 0o755) }
 
 func (osFS) List(dir string) ([]string, error) {
