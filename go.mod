@@ -3,6 +3,7 @@ module github.com/seed84792017/cellcast
 go 1.26.0
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/HdrHistogram/hdrhistogram-go v1.2.0
 	github.com/fxamacker/cbor/v2 v2.10.0
 	github.com/golang-jwt/jwt/v5 v5.3.1
