@@ -21,7 +21,14 @@ import (
 // connectNATS embeds a server unless a URL is given, and connects.
 func (b *Broker) connectNATS(verifier auth.Verifier, tlsConf *tls.Config) error {
 	opts := []nats.Option{nats.Name("cellcast-broker"), nats.MaxReconnects(-1),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { b.log.Warn("nats disconnected", "err", err) }),
+		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+			// Close calls it too, with no error: the broker's own clean stop.
+			if err == nil && nc.IsClosed() {
+				b.log.Debug("nats connection closed")
+				return
+			}
+			b.log.Warn("nats disconnected", "err", err)
+		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) { b.log.Info("nats reconnected", "url", nc.ConnectedUrl()) }),
 		// nats.go passes a nil subscription for connection-level errors
 		// and permission violations.
