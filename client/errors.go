@@ -39,6 +39,10 @@ var (
 	// something other than a JSON object, a query by place at a cell or a
 	// topic). Nothing was sent.
 	ErrBadLocation = errors.New("cellcast: bad location")
+	// ErrInvalidRequest: a request the client refuses before sending it,
+	// such as a negative Past, Future or Expires (which the broker would
+	// refuse too) or a query range with one bound. Nothing was sent.
+	ErrInvalidRequest = errors.New("cellcast: invalid request")
 )
 
 // Why a subscription ended, from Subscription.Err.

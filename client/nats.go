@@ -2,8 +2,12 @@ package client
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	neturl "net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -40,15 +44,19 @@ type natsConn struct {
 }
 
 // DialNATS connects to a broker over NATS, such as
-// "nats://127.0.0.1:4222". Options.UID is required: notifications come
-// on the user's subject. Options.Token goes to the NATS server and with
-// each request. NATS reconnects by itself; the client then resumes every
+// "nats://127.0.0.1:4222". Options.Token goes to the NATS server and with
+// each request; when it is empty, a token in the URL's user part
+// ("nats://TOKEN@HOST:4222", or the password of "nats://USER:TOKEN@HOST")
+// serves. The client needs the user's uid, since replies and
+// notifications come on the user's subjects: Options.UID, or else the
+// "sub" claim of a JWT token (read, not verified: the broker verifies
+// it). NATS reconnects by itself; the client then resumes every
 // subscription, and it resumes one whenever a notification shows that
 // one before it was dropped.
 func DialNATS(ctx context.Context, url string, opts Options) (*Client, error) {
 	opts.withDefaults()
-	if opts.UID == "" {
-		return nil, errors.New("cellcast: DialNATS needs Options.UID: notifications come on cellcast.notify.<uid>")
+	if err := natsIdentity(url, &opts); err != nil {
+		return nil, err
 	}
 	c := newClient(url, opts)
 	n := &natsConn{c: c, replies: make(chan *nats.Msg, 1<<12), notes: make(chan *nats.Msg, opts.NATSBuffer), token: opts.Token, notify: map[string]*nats.Subscription{}}
@@ -97,6 +105,63 @@ func DialNATS(ctx context.Context, url string, opts Options) (*Client, error) {
 	go n.read()
 	c.start(n)
 	return c, nil
+}
+
+// natsIdentity completes opts.Token from the URL and opts.UID from the
+// token.
+func natsIdentity(rawURL string, opts *Options) error {
+	if opts.Token == "" {
+		opts.Token = urlToken(rawURL)
+	}
+	sub, isJWT := tokenSubject(opts.Token)
+	switch {
+	case opts.UID == "" && isJWT:
+		opts.UID = sub
+	case opts.UID == "" && opts.Token != "":
+		return fmt.Errorf("%w: DialNATS needs Options.UID: the token is not a JWT whose \"sub\" claim names the user", ErrInvalidRequest)
+	case opts.UID == "":
+		return fmt.Errorf("%w: DialNATS needs Options.UID (or a JWT token): notifications come on cellcast.notify.<uid>", ErrInvalidRequest)
+	case isJWT && sub != opts.UID:
+		// The server would refuse the inbox of another user without a word.
+		return fmt.Errorf("%w: Options.UID %q is not the token's uid %q", ErrInvalidRequest, opts.UID, sub)
+	}
+	return nil
+}
+
+// urlToken is the token in the user part of a NATS URL (the first of a
+// comma-separated list that has one): the password, or else the user.
+func urlToken(rawURL string) string {
+	for _, u := range strings.Split(rawURL, ",") {
+		p, err := neturl.Parse(strings.TrimSpace(u))
+		if err != nil || p.User == nil {
+			continue
+		}
+		if pw, ok := p.User.Password(); ok {
+			return pw
+		}
+		return p.User.Username()
+	}
+	return ""
+}
+
+// tokenSubject reads the "sub" claim of a JWT without verifying it; false
+// when tok is not a JWT with one.
+func tokenSubject(tok string) (string, bool) {
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		return "", false
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
+	if err != nil {
+		return "", false
+	}
+	var claims struct {
+		Sub string `json:"sub"`
+	}
+	if json.Unmarshal(payload, &claims) != nil || claims.Sub == "" {
+		return "", false
+	}
+	return claims.Sub, true
 }
 
 // read hands the frames to the client, one at a time.

@@ -14,7 +14,14 @@ import (
 // ends. If ctx ends before the reply, a subscription the broker made
 // anyway is cancelled.
 func (c *Client) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription, error) {
-	req := &wireRequest{Op: protocol.OpSubscribe, UID: r.UID, Past: duration(r.Past), Future: duration(r.Future), SelfJoin: r.SelfJoin}
+	req := &wireRequest{Op: protocol.OpSubscribe, UID: r.UID, SelfJoin: r.SelfJoin}
+	var err error
+	if req.Past, err = duration("past", r.Past); err != nil {
+		return nil, err
+	}
+	if req.Future, err = duration("future", r.Future); err != nil {
+		return nil, err
+	}
 	if err := req.locate(r.Location); err != nil {
 		return nil, err
 	}
@@ -94,7 +101,11 @@ func (s *Subscription) Unsubscribe(ctx context.Context) error {
 // Publish stores a publication and notifies the live subscriptions it
 // matches.
 func (c *Client) Publish(ctx context.Context, r PublishRequest) (*Published, error) {
-	req := &wireRequest{Op: protocol.OpPublish, UID: r.UID, Expires: duration(r.Expires), Desc: r.Desc, Attrs: r.Attrs, SelfJoin: r.SelfJoin}
+	expires, err := duration("expires", r.Expires)
+	if err != nil {
+		return nil, err
+	}
+	req := &wireRequest{Op: protocol.OpPublish, UID: r.UID, Expires: expires, Desc: r.Desc, Attrs: r.Attrs, SelfJoin: r.SelfJoin}
 	if err := req.locate(r.Location); err != nil {
 		return nil, err
 	}
@@ -118,9 +129,13 @@ func (c *Client) Publish(ctx context.Context, r PublishRequest) (*Published, err
 // Query returns the latest live publications by an attribute.
 func (c *Client) Query(ctx context.Context, r QueryRequest) (*Results, error) {
 	req := &wireRequest{Op: protocol.OpQuery, Attr: r.Attr, K: r.K}
-	if r.From != "" || r.To != "" {
+	switch {
+	case (r.From == "") != (r.To == ""):
+		// The broker would read the missing bound as a value ("").
+		return nil, fmt.Errorf("%w: a range of %s needs both From and To", ErrInvalidRequest, r.Attr)
+	case r.From != "":
 		req.From, req.To = &r.From, &r.To
-	} else {
+	default:
 		req.Eq = &r.Eq
 	}
 	return request(ctx, c, req, func(rep *wireReply) (*Results, error) {

@@ -54,6 +54,11 @@ type Options struct {
 	// frame from the broker says so in its text), before the client
 	// reconnects. It must not block.
 	OnDisconnect func(error)
+	// OnResume, if set, hears that the broker took the resume of a
+	// subscription, after a drop or a gap (NATS): notifications follow
+	// from after seq after. It runs on the connection's reader and must
+	// not block.
+	OnResume func(sid string, after int64)
 	// Log receives reconnections and unexpected frames; default
 	// slog.Default().
 	Log *slog.Logger

@@ -162,6 +162,9 @@ func (c *Client) resume(tr transport, s *Subscription) {
 			s.held = true
 			c.mu.Unlock()
 			s.repairing.Store(false)
+			if c.opts.OnResume != nil {
+				c.opts.OnResume(s.Sid, after)
+			}
 		case errors.Is(err, ErrNotFound):
 			c.end(s, ErrLost)
 		default: // overloaded, unavailable, internal: try again

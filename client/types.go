@@ -74,9 +74,11 @@ type SubscribeRequest struct {
 	Location Location
 	// UID acts as another user than Options.UID, on a broker in open
 	// mode: one connection may carry many users' subscriptions.
-	UID    string
-	Past   time.Duration // how far back past results reach
-	Future time.Duration // how long notifications follow; 0: past results only
+	UID string
+	// Past is how far back past results reach; 0: none. Future is how
+	// long notifications follow; 0: past results only. Negative ones are
+	// refused with ErrInvalidRequest.
+	Past, Future time.Duration
 	// SelfJoin leaves out publications this user's earlier subscriptions
 	// already returned.
 	SelfJoin bool
@@ -93,17 +95,20 @@ type SubscribeRequest struct {
 // PublishRequest is a publication.
 type PublishRequest struct {
 	Location Location
-	UID      string        // as in SubscribeRequest
-	Expires  time.Duration // lifetime; 0: matched now, not stored
-	Desc     string
-	Attrs    map[string]string
+	UID      string // as in SubscribeRequest
+	// Expires is the lifetime. 0: the live subscriptions are notified
+	// and nothing is stored. Negative is refused with ErrInvalidRequest.
+	Expires time.Duration
+	Desc    string
+	Attrs   map[string]string
 	// SelfJoin asks for the cell's recent publications in the reply.
 	SelfJoin bool
 }
 
 // QueryRequest asks for the latest K live publications whose attribute
 // Attr ("uid", "tp" or an attrs key) equals Eq, or lies in [From, To]
-// when either is set.
+// when those are set: both, or neither (one alone is refused with
+// ErrInvalidRequest).
 type QueryRequest struct {
 	Attr     string
 	Eq       string

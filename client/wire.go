@@ -81,11 +81,18 @@ func (r *wireRequest) place(l Location) error {
 	return nil
 }
 
-func duration(d time.Duration) string {
-	if d <= 0 {
-		return ""
+// duration renders a window or a lifetime: 0 is left out, which the
+// broker takes as none. A negative one is refused, not sent: leaving it
+// out would turn a mistake into "none" (a publication that reaches live
+// subscribers and is never stored).
+func duration(field string, d time.Duration) (string, error) {
+	switch {
+	case d < 0:
+		return "", fmt.Errorf("%w: %s %v is negative", ErrInvalidRequest, field, d)
+	case d == 0:
+		return "", nil
 	}
-	return d.String()
+	return d.String(), nil
 }
 
 // wireReply is any frame but a notification.

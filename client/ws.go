@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/seed84792017/cellcast/protocol"
 )
 
 // transport carries requests to the broker; its frames come back through
@@ -71,8 +74,8 @@ func dialWS(ctx context.Context, c *Client, url string) (*wsConn, error) {
 	ws, resp, err := d.DialContext(ctx, url, o.header())
 	if err != nil {
 		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-			return nil, &Error{Code: ErrUnauthorized.Code, Message: string(bytes.TrimSpace(body))}
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			return nil, refusal(body)
 		}
 		return nil, fmt.Errorf("cellcast: dial %s: %w", url, err)
 	}
@@ -94,6 +97,16 @@ func dialWS(ctx context.Context, c *Client, url string) (*wsConn, error) {
 		}))
 	}()
 	return cn, nil
+}
+
+// refusal is the error of an HTTP 401 at the upgrade: the broker's error
+// frame, or the body's text when it is not one.
+func refusal(body []byte) error {
+	var rep wireReply
+	if json.Unmarshal(body, &rep) == nil && rep.Op == protocol.OpError && rep.Code != "" {
+		return rep.err()
+	}
+	return &Error{Code: ErrUnauthorized.Code, Message: string(bytes.TrimSpace(body))}
 }
 
 // send writes one frame. A failed write closes the connection, so the
