@@ -295,6 +295,7 @@ func (b *Broker) openStore() error {
 	if err := checkGrid(b.cfg.DataDir); err != nil {
 		return err
 	}
+	b.removeStaleBackups()
 	cfg := listdb.Config{Limits: b.cfg.Limits, Durability: b.cfg.Durability, CellsOnly: b.cfg.CellsOnly}
 	opts := &lsm.Options{BlockCacheSize: b.cfg.CacheBytes, FS: b.cfg.FS}
 	var err error
@@ -381,11 +382,12 @@ func (b *Broker) routes() *http.ServeMux {
 	return mux
 }
 
-// operatorRoutes are /metrics and, with Pprof, /debug/pprof/: behind the
-// metrics token when there is one.
+// operatorRoutes are /metrics, /admin/backup and, with Pprof,
+// /debug/pprof/: behind the metrics token when there is one.
 func (b *Broker) operatorRoutes(mux *http.ServeMux, reg *prometheus.Registry) {
 	h := http.NewServeMux()
 	h.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	h.HandleFunc("/admin/backup", b.serveBackup)
 	if b.cfg.Pprof {
 		h.HandleFunc("/debug/pprof/", pprof.Index)
 		h.HandleFunc("/debug/pprof/profile", pprof.Profile)
@@ -397,6 +399,7 @@ func (b *Broker) operatorRoutes(mux *http.ServeMux, reg *prometheus.Registry) {
 	}
 	mux.Handle("/metrics", guarded)
 	mux.Handle("/debug/", guarded)
+	mux.Handle("/admin/", guarded)
 }
 
 // Shutdown stops taking work, lets every client's queue drain, and

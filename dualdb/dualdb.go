@@ -90,6 +90,7 @@ func (b *backend) Visit(cell, subtreeEnd []byte, lists listdb.Lists, filters []l
 func (b *backend) Meta() listdb.MetaStore            { return listdb.LSMMeta(b.db) }
 func (b *backend) Flush() error                      { return b.db.Flush() }
 func (b *backend) Compact(ctx context.Context) error { return b.db.Compact(ctx, nil, nil) }
+func (b *backend) Checkpoint(dir string) error       { return b.db.Checkpoint(dir) }
 func (b *backend) Metrics() []*lsm.Metrics           { return []*lsm.Metrics{b.db.Metrics()} }
 func (b *backend) Err() error                        { return b.db.Err() }
 func (b *backend) Close() error                      { return b.db.Close() }

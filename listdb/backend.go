@@ -53,6 +53,10 @@ type Backend interface {
 	Meta() MetaStore
 	Flush() error
 	Compact(ctx context.Context) error
+	// Checkpoint writes a copy of the store to dir, which must not exist,
+	// while writes go on: opened, it holds every write whose Wait returned
+	// before the call (lsm.DB.Checkpoint).
+	Checkpoint(dir string) error
 	Metrics() []*lsm.Metrics
 	// Err is nil while the engines take writes, and otherwise the first
 	// sticky write failure (lsm.DB.Err): writes are refused from then on,

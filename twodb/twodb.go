@@ -122,6 +122,16 @@ func (b *backend) Flush() error           { return errors.Join(b.pubs.Flush(), b
 func (b *backend) Compact(ctx context.Context) error {
 	return errors.Join(b.pubs.Compact(ctx, nil, nil), b.subs.Compact(ctx, nil, nil))
 }
+
+// Checkpoint copies each engine into its directory under dir. Each
+// operation writes one engine, so the two copies need not be one moment:
+// each holds what was acknowledged before the call.
+func (b *backend) Checkpoint(dir string) error {
+	if err := b.pubs.Checkpoint(vfs.Join(dir, "pubs")); err != nil {
+		return err
+	}
+	return b.subs.Checkpoint(vfs.Join(dir, "subs"))
+}
 func (b *backend) Metrics() []*lsm.Metrics {
 	return []*lsm.Metrics{b.pubs.Metrics(), b.subs.Metrics()}
 }

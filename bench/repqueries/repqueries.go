@@ -130,6 +130,7 @@ func (b pubsOnly) Visit(cell, subtreeEnd []byte, lists listdb.Lists, filters []l
 func (b pubsOnly) Meta() listdb.MetaStore            { return listdb.LSMMeta(b.db) }
 func (b pubsOnly) Flush() error                      { return b.db.Flush() }
 func (b pubsOnly) Compact(ctx context.Context) error { return b.db.Compact(ctx, nil, nil) }
+func (b pubsOnly) Checkpoint(dir string) error       { return b.db.Checkpoint(dir) }
 func (b pubsOnly) Metrics() []*lsm.Metrics           { return []*lsm.Metrics{b.db.Metrics()} }
 func (b pubsOnly) Err() error                        { return b.db.Err() }
 func (b pubsOnly) Close() error                      { return b.db.Close() }

@@ -137,7 +137,8 @@ func (b *backend) Flush() error           { return b.db.Flush() }
 func (b *backend) Compact(ctx context.Context) error {
 	return b.db.Compact(ctx, nil, bytes.Repeat([]byte{0xff}, 64), true)
 }
-func (b *backend) Metrics() []*lsm.Metrics { return nil }
+func (b *backend) Checkpoint(dir string) error { return b.db.Checkpoint(dir) }
+func (b *backend) Metrics() []*lsm.Metrics     { return nil }
 
 // Err is always nil: Pebble reports a failed write to that write's caller.
 func (b *backend) Err() error   { return nil }
