@@ -213,6 +213,9 @@ func Start(cfg Config) (_ *Broker, err error) {
 	if cfg.Limits.MaxDepth != 0 && cfg.Limits.MaxDepth < grid.Level+1 {
 		return nil, fmt.Errorf("max depth %d is below the depth of the geo level's cells, %d", cfg.Limits.MaxDepth, grid.Level+1)
 	}
+	if err := b.bind(); err != nil {
+		return nil, err
+	}
 	if cfg.clustered() {
 		if err := b.connectNATS(verifier, tlsConf); err != nil {
 			return nil, err

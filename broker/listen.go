@@ -3,6 +3,7 @@ package broker
 import (
 	"crypto/subtle"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -73,15 +74,73 @@ func requireToken(token string, h http.Handler) http.Handler {
 	})
 }
 
-// listen opens the HTTP listener (with TLS when configured, capped in
-// connections) and the metrics listener, and serves.
-func (b *Broker) listen(reg *prometheus.Registry, tlsConf *tls.Config) error {
-	l := b.cfg.HTTP
-	ln, err := net.Listen("tcp", b.cfg.HTTPAddr)
+// ListenError is an address the broker cannot listen on: taken by another
+// process, say, or not one of the machine's.
+type ListenError struct {
+	Flag string // the flag that gives the address, e.g. "--http"
+	Addr string
+	Err  error
+}
+
+func (e *ListenError) Error() string {
+	cause := e.Err
+	var op *net.OpError // its text repeats the address
+	if errors.As(cause, &op) && op.Err != nil {
+		cause = op.Err
+	}
+	return fmt.Sprintf("cannot listen on %s (%s): %v", e.Addr, e.Flag, cause)
+}
+
+func (e *ListenError) Unwrap() error { return e.Err }
+
+// bind opens the HTTP and metrics listeners, and checks the embedded NATS
+// server's addresses are free, before the store is opened: a taken port
+// fails the start at once. Connections that arrive before the broker
+// serves wait in the listen backlog.
+func (b *Broker) bind() error {
+	var err error
+	if b.ln, err = net.Listen("tcp", b.cfg.HTTPAddr); err != nil {
+		return &ListenError{Flag: "--http", Addr: b.cfg.HTTPAddr, Err: err}
+	}
+	if b.cfg.MetricsAddr != "" {
+		if b.mln, err = net.Listen("tcp", b.cfg.MetricsAddr); err != nil {
+			return &ListenError{Flag: "--metrics-listen", Addr: b.cfg.MetricsAddr, Err: err}
+		}
+	}
+	if b.cfg.NATSURL != "" {
+		return nil
+	}
+	// The NATS server opens its own listeners, and reports one it cannot
+	// open only by never becoming ready: try each address first. Another
+	// process may still take it in between; connectNATS catches that.
+	if err := probe(b.cfg.NATSListen); err != nil {
+		return &ListenError{Flag: "--nats-listen", Addr: b.cfg.NATSListen, Err: err}
+	}
+	if b.cfg.clustered() {
+		if err := probe(b.cfg.Cluster.Listen); err != nil {
+			return &ListenError{Flag: "--cluster-listen", Addr: b.cfg.Cluster.Listen, Err: err}
+		}
+	}
+	return nil
+}
+
+// probe listens on addr and closes again; a port 0 is always free.
+func probe(addr string) error {
+	if _, port, err := net.SplitHostPort(addr); err == nil && port == "0" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	b.ln = ln // Addr() stays the TCP address under TLS
+	return ln.Close()
+}
+
+// listen serves on the listeners bind opened: HTTP (with TLS when
+// configured, capped in connections) and metrics.
+func (b *Broker) listen(reg *prometheus.Registry, tlsConf *tls.Config) error {
+	l := b.cfg.HTTP
+	ln := b.ln // Addr() stays the TCP address under TLS
 	refused := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cellcast_connections_refused_total",
 		Help: "TCP connections closed as soon as accepted: at the connection cap (cap), over the per-source rate (source_rate), or with no file descriptor left (descriptors)."},
 		[]string{"reason"})
@@ -96,9 +155,6 @@ func (b *Broker) listen(reg *prometheus.Registry, tlsConf *tls.Config) error {
 	case b.cfg.MetricsAddr != "":
 		m := http.NewServeMux()
 		b.operatorRoutes(m, reg)
-		if b.mln, err = net.Listen("tcp", b.cfg.MetricsAddr); err != nil {
-			return fmt.Errorf("metrics listener: %w", err)
-		}
 		b.metrics = &http.Server{Handler: m, ReadHeaderTimeout: l.ReadHeaderTimeout, ReadTimeout: l.ReadTimeout, IdleTimeout: l.IdleTimeout,
 			MaxHeaderBytes: l.MaxHeaderBytes, ErrorLog: slog.NewLogLogger(b.log.Handler(), slog.LevelWarn)}
 		go b.metrics.Serve(b.mln)

@@ -94,15 +94,25 @@ func (b *Broker) connectNATS(verifier auth.Verifier, tlsConf *tls.Config) error 
 	if na != nil {
 		na.ns.Store(ns)
 	}
+	fatal := natsFatal(make(chan string, 1))
+	ns.SetLoggerV2(fatal, false, false, false)
 	go ns.Start()
 	wait := 10 * time.Second
 	if b.cfg.clustered() {
 		wait = time.Minute // a clustered JetStream server waits for its peers
 		b.log.Info("starting the embedded NATS server; it waits for the other nodes' servers", "cluster", sopts.Cluster.Host+":"+strconv.Itoa(sopts.Cluster.Port), "routes", len(sopts.Routes))
 	}
-	if !ns.ReadyForConnections(wait) {
-		ns.Shutdown()
-		return fmt.Errorf("embedded nats did not start on %s (port taken? choose another with --nats-listen)", b.cfg.NATSListen)
+	for end := time.Now().Add(wait); !ns.ReadyForConnections(50 * time.Millisecond); {
+		select {
+		case msg := <-fatal:
+			ns.Shutdown()
+			return fmt.Errorf("embedded nats on %s: %s", b.cfg.NATSListen, msg)
+		default:
+		}
+		if time.Now().After(end) {
+			ns.Shutdown()
+			return fmt.Errorf("embedded nats did not start on %s within %v", b.cfg.NATSListen, wait)
+		}
 	}
 	b.ns = ns
 	// In process, no TLS: a tls:// URL would have nats.go insist on it.
@@ -113,3 +123,21 @@ func (b *Broker) connectNATS(verifier auth.Verifier, tlsConf *tls.Config) error 
 	b.nc = nc
 	return nil
 }
+
+// natsFatal takes the embedded server's fatal errors, such as a listener
+// it cannot open, which it otherwise reports only by never becoming ready.
+// Its other messages are dropped, as with NoLog.
+type natsFatal chan string
+
+func (f natsFatal) Fatalf(format string, v ...any) {
+	select {
+	case f <- fmt.Sprintf(format, v...):
+	default: // one is enough
+	}
+}
+
+func (natsFatal) Noticef(string, ...any) {}
+func (natsFatal) Warnf(string, ...any)   {}
+func (natsFatal) Errorf(string, ...any)  {}
+func (natsFatal) Debugf(string, ...any)  {}
+func (natsFatal) Tracef(string, ...any)  {}
