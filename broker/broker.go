@@ -24,6 +24,7 @@ import (
 	"github.com/seed84792017/cellcast/demo"
 	"github.com/seed84792017/cellcast/dualdb"
 	"github.com/seed84792017/cellcast/gateway"
+	"github.com/seed84792017/cellcast/internal/buildinfo"
 	"github.com/seed84792017/cellcast/listdb"
 	"github.com/seed84792017/cellcast/lsm"
 	"github.com/seed84792017/cellcast/lsm/vfs"
@@ -182,6 +183,8 @@ func LoadHMAC(path string) (*auth.HMAC, error) { return auth.LoadHMAC(path) }
 func Start(cfg Config) (_ *Broker, err error) {
 	cfg.withDefaults()
 	b := &Broker{cfg: cfg, log: cfg.Log, served: make(chan error, 1)}
+	build := buildinfo.Read()
+	b.log.Info("starting broker", "version", build.Version, "revision", build.Revision, "go", build.GoVersion)
 	defer func() {
 		if err != nil {
 			b.abort()
@@ -246,6 +249,7 @@ func Start(cfg Config) (_ *Broker, err error) {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerBuildInfo(reg, build)
 	var core gateway.Core
 	var loc *gateway.Locator
 	if cfg.clustered() {
@@ -289,8 +293,8 @@ func Start(cfg Config) (_ *Broker, err error) {
 		return nil, err
 	}
 	b.ready.Store(true)
-	b.log.Info("broker ready", "http", b.ln.Addr().String(), "nats", b.NATSURL(), "storage", cfg.Storage, "data", cfg.DataDir, "auth", verifier != nil, "tls", tlsConf != nil,
-		"cluster_node", cfg.Cluster.Node)
+	b.log.Info("broker ready", "http", b.ln.Addr().String(), "demo", b.demoURL(tlsConf != nil), "nats", b.NATSURL(), "storage", cfg.Storage, "data", cfg.DataDir,
+		"auth", verifier != nil, "tls", tlsConf != nil, "cluster_node", cfg.Cluster.Node)
 	return b, nil
 }
 
@@ -339,6 +343,21 @@ func (b *Broker) openCatalog() error {
 		return fmt.Errorf("opening the catalog: %w", err)
 	}
 	return nil
+}
+
+// demoURL is where a browser on this machine finds the demo page (routes
+// serves it at / always): an address of every interface is reached as
+// localhost.
+func (b *Broker) demoURL(tls bool) string {
+	host, port, _ := net.SplitHostPort(b.ln.Addr().String())
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	scheme := "http"
+	if tls {
+		scheme = "https"
+	}
+	return scheme + "://" + net.JoinHostPort(host, port) + "/"
 }
 
 // HTTPAddr is the address the HTTP server listens on.

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seed84792017/cellcast/cluster"
+	"github.com/seed84792017/cellcast/internal/buildinfo"
 	"github.com/seed84792017/cellcast/listdb"
 	"github.com/seed84792017/cellcast/lsm"
 	"github.com/seed84792017/cellcast/service"
@@ -63,6 +64,15 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.stalls, prometheus.CounterValue, float64(m.WriteStalls), db)
 		ch <- prometheus.MustNewConstMetric(c.bgErrors, prometheus.CounterValue, float64(m.BackgroundErrors), db)
 	}
+}
+
+// registerBuildInfo exports which build runs: a constant 1 whose labels
+// say it, so dashboards can join on it and see a fleet's versions.
+func registerBuildInfo(reg prometheus.Registerer, in buildinfo.Info) {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "cellcast_build_info", Help: "1, labelled with the broker's module version, VCS revision and Go version.",
+		ConstLabels: prometheus.Labels{"version": in.Version, "revision": in.Revision, "go": in.GoVersion}})
+	g.Set(1)
+	reg.MustRegister(g)
 }
 
 // registerService exports the core service's counters.

@@ -1,10 +1,13 @@
 package broker
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/seed84792017/cellcast/internal/buildinfo"
 )
 
 // warnOrError is a WARN or ERROR line of the text log.
@@ -112,3 +117,72 @@ func TestEmbeddedNATSFatalFailsFast(t *testing.T) {
 		t.Fatalf("%q does not say the address is taken", err)
 	}
 }
+
+// TestBuildInfoLoggedAndExported: the start logs the version and the
+// revision, and /metrics, over HTTP, has cellcast_build_info with them.
+func TestBuildInfoLoggedAndExported(t *testing.T) {
+	var logged syncBuffer
+	b := start(t, Config{Log: slog.New(slog.NewJSONHandler(&logged, nil))})
+	in := buildinfo.Read()
+	found := false
+	for _, l := range strings.Split(strings.TrimSpace(logged.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatal(err)
+		}
+		if m["msg"] == "starting broker" {
+			found = m["version"] == in.Version && m["revision"] == in.Revision
+		}
+	}
+	if !found {
+		t.Fatalf("no start line with version %q and revision %q:\n%s", in.Version, in.Revision, logged.String())
+	}
+	resp, err := http.Get("http://" + b.HTTPAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	want := fmt.Sprintf(`cellcast_build_info{go=%q,revision=%q,version=%q} 1`, in.GoVersion, in.Revision, in.Version)
+	if !strings.Contains(string(body), "\n"+want+"\n") {
+		t.Fatalf("/metrics has no %s:\n%s", want, grepLines(string(body), "build_info"))
+	}
+}
+
+// TestStartLogsTheDemoURL: "broker ready" says where the demo page is,
+// and the page is there.
+func TestStartLogsTheDemoURL(t *testing.T) {
+	var logged syncBuffer
+	b := start(t, Config{Log: slog.New(slog.NewTextHandler(&logged, nil))})
+	url := "http://" + b.HTTPAddr() + "/"
+	if !strings.Contains(logged.String(), "demo="+url+" ") {
+		t.Fatalf("the log does not say demo=%s:\n%s", url, logged.String())
+	}
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("%s: %s, %s", url, resp.Status, resp.Header.Get("Content-Type"))
+	}
+	// On every interface, a browser here reaches it as localhost; under
+	// TLS, with https.
+	for addr, want := range map[string]string{"0.0.0.0:8080": "http://localhost:8080/", "[::]:8080": "http://localhost:8080/", "[::1]:8443": "https://[::1]:8443/"} {
+		ta, err := net.ResolveTCPAddr("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := &Broker{ln: addrListener{ta}}
+		if got := b.demoURL(strings.HasPrefix(want, "https")); got != want {
+			t.Errorf("%s: %s, want %s", addr, got, want)
+		}
+	}
+}
+
+// addrListener is a listener that only has an address.
+type addrListener struct{ addr net.Addr }
+
+func (l addrListener) Addr() net.Addr          { return l.addr }
+func (addrListener) Accept() (net.Conn, error) { return nil, net.ErrClosed }
+func (addrListener) Close() error              { return nil }
