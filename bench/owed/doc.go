@@ -2,7 +2,7 @@
 // run's acknowledged operations, with the stamps the broker gave them, in
 // stamp order and names every (publication, subscription) pair the broker
 // owes — a live notification, or a past result in a SUBSCRIBE's reply — by
-// the matching rule of DESIGN.md, written out again here from the spec.
+// the matching rule of docs/design.md ("Semantics"), written out again here from the spec.
 //
 // It never materialises the pairs: Walk hands each one to a callback, and
 // a Tally keeps per subscription a count and two sums of hashes of the

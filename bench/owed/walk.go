@@ -43,7 +43,7 @@ type Visit func(k Kind, sub int, tp int64)
 // Walk names every pair owed by the operations, in stamp order of the
 // later of the two. Stamps are distinct (one strictly increasing clock).
 //
-// The rule, from DESIGN.md: cells overlap when one is an ancestor-or-self
+// The rule, from docs/design.md: cells overlap when one is an ancestor-or-self
 // of the other. A SUBSCRIBE is owed, as past results, the stored
 // publications (Tmax > Tp) with Tmin ≤ Tp and Tmax ≥ Ts in overlapping
 // cells, less for a self-join the ones an earlier live subscription of the
