@@ -116,7 +116,7 @@ func TestNATSTokenInURLNamesTheUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	c2.Close()
-	if _, err := client.DialNATS(ctx, url, client.Options{UID: "bob", Log: quiet}); !errors.Is(err, client.ErrInvalidRequest) || !strings.Contains(err.Error(), `"bob" is not the token's uid "alice"`) {
+	if _, err := client.DialNATS(ctx, url, client.Options{UID: "bob", Log: quiet}); !errors.Is(err, client.ErrInvalidRequest) || !strings.Contains(err.Error(), `uid "bob" is not the token's, "alice"`) {
 		t.Fatalf("bob with alice's token: %v", err)
 	}
 	if _, err := client.DialNATS(ctx, b.NATSURL(), client.Options{Token: "not-a-jwt-0123456789", Log: quiet}); !errors.Is(err, client.ErrInvalidRequest) {

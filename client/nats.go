@@ -118,12 +118,12 @@ func natsIdentity(rawURL string, opts *Options) error {
 	case opts.UID == "" && isJWT:
 		opts.UID = sub
 	case opts.UID == "" && opts.Token != "":
-		return fmt.Errorf("%w: DialNATS needs Options.UID: the token is not a JWT whose \"sub\" claim names the user", ErrInvalidRequest)
+		return fmt.Errorf("%w: NATS needs the uid: the token is not a JWT whose \"sub\" claim names the user", ErrInvalidRequest)
 	case opts.UID == "":
-		return fmt.Errorf("%w: DialNATS needs Options.UID (or a JWT token): notifications come on cellcast.notify.<uid>", ErrInvalidRequest)
+		return fmt.Errorf("%w: NATS needs the uid, or a JWT token that names it: replies and notifications come on the user's subjects", ErrInvalidRequest)
 	case isJWT && sub != opts.UID:
 		// The server would refuse the inbox of another user without a word.
-		return fmt.Errorf("%w: Options.UID %q is not the token's uid %q", ErrInvalidRequest, opts.UID, sub)
+		return fmt.Errorf("%w: uid %q is not the token's, %q", ErrInvalidRequest, opts.UID, sub)
 	}
 	return nil
 }
