@@ -24,7 +24,7 @@ func (l *location) flags(fs *flag.FlagSet) {
 	fs.Float64Var(&l.lng, "lng", math.NaN(), "longitude of a point (with --lat)")
 	fs.Float64Var(&l.radius, "radius", 0, "radius in metres of a circle around --lat/--lng")
 	fs.StringVar(&l.polygon, "polygon", "", "a `FILE` holding a GeoJSON Polygon or MultiPolygon: a geometry, a Feature, or a FeatureCollection of exactly one Feature; - reads stdin")
-	fs.IntVar(&l.cover, "cover", 0, "with --radius or --polygon: put the shape on at most this many cells that cover it (1-16; default the broker's, 8)")
+	fs.IntVar(&l.cover, "cover", 0, "with --radius or --polygon: put the shape on at most this many cells that cover it (1-16; default: the broker's --cover)")
 	fs.StringVar(&l.topic, "topic", "", "a topic path such as sports/soccer")
 }
 

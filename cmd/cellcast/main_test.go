@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -49,6 +51,8 @@ var volatile = []struct {
 	{regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}`), "<time>"},
 	{regexp.MustCompile(`\b\d\d:\d\d:\d\d\b`), "<clock>"},
 	{regexp.MustCompile(`"seq":\d+`), `"seq":<seq>`},
+	{regexp.MustCompile(`\bseq \d+`), `seq <seq>`},
+	{regexp.MustCompile(`127\.0\.0\.1:\d{5}\b`), "127.0.0.1:<port>"}, // ephemeral ports, not 8080
 }
 
 func normalize(s string) string {
@@ -59,26 +63,61 @@ func normalize(s string) string {
 }
 
 type session struct {
-	t   *testing.T
-	env env
-	out strings.Builder // the transcript
+	t    *testing.T
+	env  env
+	vars map[string]string // the environment; env.lookup reads it
+	out  strings.Builder   // the transcript
 }
 
 func newSession(t *testing.T) *session {
-	b, err := broker.Start(broker.Config{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0",
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	b := runBroker(t, broker.Config{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0"})
+	t.Cleanup(func() { b.Shutdown(context.Background()) })
+	return sessionWith(t, map[string]string{"CELLCAST_SERVER": "ws://" + b.HTTPAddr() + "/ws"})
+}
+
+func runBroker(t *testing.T, cfg broker.Config) *broker.Broker {
+	t.Helper()
+	if cfg.NATSListen == "" {
+		cfg.NATSListen = "127.0.0.1:0"
+	}
+	cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	b, err := broker.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { b.Shutdown(context.Background()) })
-	vars := map[string]string{"CELLCAST_SERVER": "ws://" + b.HTTPAddr() + "/ws"}
-	return &session{t: t, env: env{
-		lookup: func(k string) (string, bool) { v, ok := vars[k]; return v, ok },
+	return b
+}
+
+// sessionWith is a session whose commands see vars as their environment.
+func sessionWith(t *testing.T, vars map[string]string) *session {
+	s := &session{t: t, vars: vars}
+	s.env = env{
+		lookup: func(k string) (string, bool) { v, ok := s.vars[k]; return v, ok },
 		user:   func() string { return "tester" },
-	}}
+	}
+	return s
+}
+
+// runEnv runs a command with more variables, shown before it.
+func (s *session) runEnv(vars map[string]string, args ...string) {
+	old := maps.Clone(s.vars)
+	maps.Copy(s.vars, vars)
+	defer func() { s.vars = old }()
+	var shown []string
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		shown = append(shown, k+"="+vars[k])
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, s.env, &stdout, &stderr)
+	s.recordAs(strings.Join(shown, " ")+" ", args, stdout.String(), stderr.String(), code)
 }
 
 func (s *session) record(args []string, stdout, stderr string, code int) {
+	s.recordAs("", args, stdout, stderr, code)
+}
+
+// recordAs records a command run with the variables shown in prefix.
+func (s *session) recordAs(prefix string, args []string, stdout, stderr string, code int) {
 	shown := make([]string, len(args))
 	for i, a := range args {
 		shown[i] = a
@@ -86,7 +125,7 @@ func (s *session) record(args []string, stdout, stderr string, code int) {
 			shown[i] = "'" + a + "'"
 		}
 	}
-	fmt.Fprintf(&s.out, "$ cellcast %s\n%s", strings.Join(shown, " "), stdout)
+	fmt.Fprintf(&s.out, "$ %scellcast %s\n%s", prefix, strings.Join(shown, " "), stdout)
 	for _, l := range strings.SplitAfter(stderr, "\n") {
 		if l != "" {
 			fmt.Fprintf(&s.out, "stderr: %s", l)
@@ -126,27 +165,51 @@ func (s *session) runIn(file string, args ...string) {
 // background starts a command; stop interrupts it once its stdout holds
 // lines lines, and records it.
 func (s *session) background(args ...string) (stop func(lines int)) {
+	return s.start(args...).stop
+}
+
+// job is a command running in the background.
+type job struct {
+	s              *session
+	args           []string
+	stdout, stderr syncBuffer
+	cancel         func()
+	done           chan int
+}
+
+// start starts a command and waits until it has subscribed.
+func (s *session) start(args ...string) *job {
 	ctx, cancel := context.WithCancel(context.Background())
-	var stdout, stderr syncBuffer
-	done := make(chan int)
-	go func() { done <- run(ctx, args, s.env, &stdout, &stderr) }()
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stderr.String()+stdout.String(), "subscribed"); {
+	j := &job{s: s, args: args, cancel: cancel, done: make(chan int)}
+	go func() { j.done <- run(ctx, args, s.env, &j.stdout, &j.stderr) }()
+	j.wait("subscribed", 10*time.Second)
+	return j
+}
+
+// wait waits until the job's output holds text.
+func (j *job) wait(text string, within time.Duration) {
+	j.s.t.Helper()
+	for deadline := time.Now().Add(within); !strings.Contains(j.stderr.String()+j.stdout.String(), text); {
 		if time.Now().After(deadline) {
-			s.t.Fatalf("%v: not subscribed: %s", args, stderr.String())
+			j.s.t.Fatalf("%v: no %q within %v: %s%s", j.args, text, within, j.stdout.String(), j.stderr.String())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return func(lines int) {
-		for deadline := time.Now().Add(10 * time.Second); strings.Count(stdout.String(), "\n") < lines; {
-			if time.Now().After(deadline) {
-				s.t.Fatalf("%v: %d lines, want %d:\n%s", args, strings.Count(stdout.String(), "\n"), lines, stdout.String())
-			}
-			time.Sleep(10 * time.Millisecond)
+}
+
+// stop interrupts the job once its stdout holds lines lines, and records
+// it.
+func (j *job) stop(lines int) {
+	j.s.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); strings.Count(j.stdout.String(), "\n") < lines; {
+		if time.Now().After(deadline) {
+			j.s.t.Fatalf("%v: %d lines, want %d:\n%s", j.args, strings.Count(j.stdout.String(), "\n"), lines, j.stdout.String())
 		}
-		cancel()
-		code := <-done
-		s.record(append(args, "# then ^C"), stdout.String(), stderr.String(), code)
+		time.Sleep(10 * time.Millisecond)
 	}
+	j.cancel()
+	code := <-j.done
+	j.s.record(append(j.args, "# then ^C"), j.stdout.String(), j.stderr.String(), code)
 }
 
 func golden(t *testing.T, name, got string) {
@@ -242,21 +305,9 @@ func TestPlacesGolden(t *testing.T) {
 
 // The same commands over NATS.
 func TestOverNATS(t *testing.T) {
-	b, err := broker.Start(broker.Config{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0",
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := runBroker(t, broker.Config{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0"})
 	defer b.Shutdown(context.Background())
-	s := &session{t: t, env: env{
-		lookup: func(k string) (string, bool) {
-			if k == "CELLCAST_SERVER" {
-				return b.NATSURL(), true
-			}
-			return "", false
-		},
-		user: func() string { return "tester" },
-	}}
+	s := sessionWith(t, map[string]string{"CELLCAST_SERVER": b.NATSURL()})
 	stop := s.background("sub", "--cell", "8", "--future", "1m")
 	s.run("pub", "--cell", "8.1", "--desc", "over nats")
 	stop(1)

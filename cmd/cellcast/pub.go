@@ -31,22 +31,24 @@ func pub(ctx context.Context, args []string, e env, stdout, stderr io.Writer) in
 	var loc location
 	c.flags(fs)
 	loc.flags(fs)
-	expires := fs.Duration("expires", time.Minute, "lifetime; 0: notify live subscriptions, store nothing")
+	expires := fs.Duration("expires", time.Minute, "lifetime; 0: notify the live subscriptions, store nothing")
 	desc := fs.String("desc", "", "the description")
 	at := attrs{}
 	fs.Var(at, "attr", "an attribute key=value (repeat for more)")
 	selfJoin := fs.Bool("self-join", false, "also print the cell's recent publications")
-	if code, ok := parse(fs, args, e, stderr); !ok {
+	if code, ok := parse(fs, args, e, stdout, stderr); !ok {
 		return code
+	}
+	if err := firstError(c.check(), negative("expires", *expires, "notify the live subscriptions, store nothing")); err != nil {
+		return usageError(stderr, "pub", err.Error())
 	}
 	where, err := loc.get(e.stdin)
 	if err != nil {
-		fmt.Fprintln(stderr, "cellcast pub:", err)
-		return 2
+		return usageError(stderr, "pub", err.Error())
 	}
-	cl, err := c.dial(ctx, e, stderr)
+	cl, err := c.dial(ctx, c.options(e, stderr))
 	if err != nil {
-		return fail(stderr, "pub", err)
+		return c.fail(stderr, "pub", err)
 	}
 	defer cl.Close()
 	rctx, cancel := context.WithTimeout(ctx, c.timeout)
@@ -57,7 +59,7 @@ func pub(ctx context.Context, args []string, e env, stdout, stderr io.Writer) in
 	}
 	p, err := cl.Publish(rctx, req)
 	if err != nil {
-		return fail(stderr, "pub", err)
+		return c.fail(stderr, "pub", err)
 	}
 	pr := &printer{w: stdout, json: c.json}
 	if c.json {
@@ -70,7 +72,11 @@ func pub(ctx context.Context, args []string, e env, stdout, stderr io.Writer) in
 			Matched   int      `json:"matched"`
 		}{p.Pid, p.Cell, p.Cover, stamp(p.Tp), stamp(p.ExpiresAt), p.Matched})
 	} else {
-		fmt.Fprintf(stdout, "published %s at %s, matched %d live subscriptions, expires %s\n", p.Pid, cells(p.Cell, p.Cover), p.Matched, p.ExpiresAt.Local().Format("15:04:05"))
+		life := "expires " + p.ExpiresAt.Local().Format("15:04:05")
+		if !p.ExpiresAt.After(p.Tp) {
+			life = "not stored"
+		}
+		fmt.Fprintf(stdout, "published %s at %s, matched %d live subscriptions, %s\n", p.Pid, cells(p.Cell, p.Cover), p.Matched, life)
 	}
 	for i := range p.Recent {
 		pr.publication("recent", "", 0, &p.Recent[i])

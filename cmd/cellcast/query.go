@@ -33,8 +33,8 @@ type queryFlags struct {
 func (q *queryFlags) flags(fs *flag.FlagSet) {
 	fs.StringVar(&q.attr, "attr", "", "the attribute: uid (the publisher), tp (publication time) or an attrs key;\nwith --near or --within, narrows them to publications whose attribute equals --eq")
 	fs.Var(&q.eq, "eq", "the `value` to match")
-	fs.Var(&q.from, "from", "the lower `bound` of a range of --attr (RFC 3339 for tp);\nwith --near or --within, the earliest publication time (RFC 3339)")
-	fs.Var(&q.to, "to", "the upper `bound` of a range of --attr;\nwith --near or --within, the latest publication time (RFC 3339)")
+	fs.Var(&q.from, "from", "the lower `bound` of a range of --attr, with --to (RFC 3339 for tp);\nwith --near or --within, the earliest publication time (RFC 3339)")
+	fs.Var(&q.to, "to", "the upper `bound` of a range of --attr, with --from;\nwith --near or --within, the latest publication time (RFC 3339)")
 	fs.IntVar(&q.k, "k", 10, "how many, newest first (1-1000)")
 	fs.StringVar(&q.near, "near", "", "the publications that meet the circle `LAT,LNG,RADIUS` (degrees, degrees, metres);\nLAT,LNG: those whose place holds the point")
 	fs.StringVar(&q.within, "within", "", "a `FILE` holding a GeoJSON Polygon or MultiPolygon, as pub --polygon: the publications that meet it")
@@ -42,7 +42,7 @@ func (q *queryFlags) flags(fs *flag.FlagSet) {
 	fs.StringVar(&q.keyword, "filter", "", "with --near or --within: only publications whose description holds this keyword (case-insensitive)")
 }
 
-var errQuery = errors.New("give an attribute (--attr with --eq, or with --from and/or --to) or a place (--near LAT,LNG,RADIUS or --within FILE)")
+var errQuery = errors.New("give an attribute (--attr with --eq, or with --from and --to) or a place (--near LAT,LNG,RADIUS or --within FILE)")
 
 // query prints the latest publications by attribute or by place.
 func query(ctx context.Context, args []string, e env, stdout, stderr io.Writer) int {
@@ -51,35 +51,36 @@ func query(ctx context.Context, args []string, e env, stdout, stderr io.Writer) 
 	var q queryFlags
 	c.flags(fs)
 	q.flags(fs)
-	if code, ok := parse(fs, args, e, stderr); !ok {
+	if code, ok := parse(fs, args, e, stdout, stderr); !ok {
 		return code
+	}
+	if err := c.check(); err != nil {
+		return usageError(stderr, "query", err.Error())
 	}
 	var run func(context.Context, *client.Client) (*client.Results, error)
 	if q.near != "" || q.within != "" {
 		pq, err := q.place(e.stdin)
 		if err != nil {
-			fmt.Fprintln(stderr, "cellcast query:", err)
-			return 2
+			return usageError(stderr, "query", err.Error())
 		}
 		run = func(ctx context.Context, cl *client.Client) (*client.Results, error) { return cl.QueryPlace(ctx, pq) }
 	} else {
 		aq, err := q.attribute()
 		if err != nil {
-			fmt.Fprintln(stderr, "cellcast query:", err)
-			return 2
+			return usageError(stderr, "query", err.Error())
 		}
 		run = func(ctx context.Context, cl *client.Client) (*client.Results, error) { return cl.Query(ctx, aq) }
 	}
-	cl, err := c.dial(ctx, e, stderr)
+	cl, err := c.dial(ctx, c.options(e, stderr))
 	if err != nil {
-		return fail(stderr, "query", err)
+		return c.fail(stderr, "query", err)
 	}
 	defer cl.Close()
 	rctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	res, err := run(rctx, cl)
 	if err != nil {
-		return fail(stderr, "query", err)
+		return c.fail(stderr, "query", err)
 	}
 	pr := &printer{w: stdout, json: c.json}
 	for i := range res.Publications {
@@ -99,9 +100,12 @@ func (q *queryFlags) attribute() (client.QueryRequest, error) {
 	case q.cover != 0 || q.keyword != "":
 		return client.QueryRequest{}, errors.New("--cover and --filter go with a place: --near or --within")
 	case !q.eq.set && !q.from.set && !q.to.set:
-		return client.QueryRequest{}, fmt.Errorf("--attr %s needs --eq, or --from and/or --to", q.attr)
+		return client.QueryRequest{}, fmt.Errorf("--attr %s needs --eq, or --from and --to", q.attr)
 	case q.eq.set && (q.from.set || q.to.set):
 		return client.QueryRequest{}, errors.New("give --eq or a range (--from, --to), not both")
+	case q.from.set != q.to.set:
+		// The broker's range is closed: from ≤ value ≤ to.
+		return client.QueryRequest{}, fmt.Errorf("--attr %s: a range needs both --from and --to", q.attr)
 	}
 	return client.QueryRequest{Attr: q.attr, Eq: q.eq.v, From: q.from.v, To: q.to.v, K: q.k}, nil
 }

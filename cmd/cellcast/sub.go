@@ -24,17 +24,32 @@ func sub(ctx context.Context, args []string, e env, stdout, stderr io.Writer) in
 	future := fs.Duration("future", time.Minute, "how long to listen; 0: past results only")
 	selfJoin := fs.Bool("self-join", false, "leave out what your earlier subscriptions already returned")
 	keyword := fs.String("filter", "", "only publications whose description holds this keyword (case-insensitive)")
-	if code, ok := parse(fs, args, e, stderr); !ok {
+	if code, ok := parse(fs, args, e, stdout, stderr); !ok {
 		return code
+	}
+	if err := firstError(c.check(), negative("past", *past, "no past results"), negative("future", *future, "past results only")); err != nil {
+		return usageError(stderr, "sub", err.Error())
 	}
 	where, err := loc.get(e.stdin)
 	if err != nil {
-		fmt.Fprintln(stderr, "cellcast sub:", err)
-		return 2
+		return usageError(stderr, "sub", err.Error())
 	}
-	cl, err := c.dial(ctx, e, stderr)
+	opts := c.options(e, stderr)
+	// Say at once that the broker went away, and when each subscription
+	// is back: the wait is otherwise silent.
+	opts.OnDisconnect = func(err error) {
+		fmt.Fprintf(stderr, "cellcast sub: connection lost (%s); reconnecting\n", describe(err))
+	}
+	opts.OnResume = func(sid string, after int64) {
+		if after == 0 {
+			fmt.Fprintf(stderr, "cellcast sub: resumed %s from the start of its window\n", sid)
+		} else {
+			fmt.Fprintf(stderr, "cellcast sub: resumed %s after seq %d\n", sid, after)
+		}
+	}
+	cl, err := c.dial(ctx, opts)
 	if err != nil {
-		return fail(stderr, "sub", err)
+		return c.fail(stderr, "sub", err)
 	}
 	defer cl.Close()
 	req := client.SubscribeRequest{Location: where, Past: *past, Future: *future, SelfJoin: *selfJoin}
@@ -45,7 +60,7 @@ func sub(ctx context.Context, args []string, e env, stdout, stderr io.Writer) in
 	s, err := cl.Subscribe(rctx, req)
 	cancel()
 	if err != nil {
-		return fail(stderr, "sub", err)
+		return c.fail(stderr, "sub", err)
 	}
 	pr := &printer{w: stdout, json: c.json}
 	if c.json {
@@ -70,7 +85,7 @@ func sub(ctx context.Context, args []string, e env, stdout, stderr io.Writer) in
 		case n, ok := <-s.C:
 			if !ok {
 				if err := s.Err(); !errors.Is(err, client.ErrWindowOver) {
-					return fail(stderr, "sub", err)
+					return c.fail(stderr, "sub", err)
 				}
 				if !c.json {
 					fmt.Fprintln(stderr, "window over")
@@ -82,9 +97,12 @@ func sub(ctx context.Context, args []string, e env, stdout, stderr io.Writer) in
 			uctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			err := s.Unsubscribe(uctx)
 			cancel()
-			if err != nil {
-				fmt.Fprintln(stderr, "cellcast sub: unsubscribe:", err)
-			} else if !c.json {
+			switch {
+			case err != nil && !cl.Connected():
+				fmt.Fprintf(stderr, "cellcast sub: not connected, so not unsubscribed: %s ends with its window at %s\n", s.Sid, s.ExpiresAt.Local().Format("15:04:05"))
+			case err != nil:
+				fmt.Fprintf(stderr, "cellcast sub: unsubscribe: %s\n", describe(err))
+			case !c.json:
 				fmt.Fprintln(stderr, "unsubscribed")
 			}
 			return 0
