@@ -6,7 +6,9 @@
 // context's end) while others are in flight. Paged replies are joined
 // before they return. Error replies are *Error values whose Code is the
 // protocol's; errors.Is matches them against ErrOverloaded and the other
-// sentinels.
+// sentinels. A request the client can tell is wrong (a negative window or
+// lifetime, a bad Location) fails with ErrInvalidRequest or
+// ErrBadLocation before anything is sent.
 //
 // Places are anywhere on Earth, on the broker's S2 world grid: a Point
 // lies in one cell at the broker's geo level, a Circle or a Polygon
@@ -26,7 +28,9 @@
 // messages, each notification names the one sent before it (prev), and a
 // gap is repaired the same way. Requests in flight when the connection
 // drops fail with ErrConnectionLost: a publish or subscribe may or may
-// not have been stored.
+// not have been stored. Options.OnDisconnect and Options.OnResume tell of
+// each drop and each resume, for a user who would otherwise wait in
+// silence.
 //
 // A WebSocket speaks JSON, or CBOR in binary frames with
 // Options.Encoding = EncodingCBOR (cbor.go): the same frames, cheaper to
