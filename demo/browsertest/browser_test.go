@@ -260,6 +260,11 @@ func TestDemoInChromium(t *testing.T) {
 	if n := eval[int](t, ctx, `document.querySelectorAll("path.land, path.border").length`); n != 2 {
 		t.Fatalf("%d world layers drawn, want the land and the borders", n)
 	}
+	// New York's neighbours are land, at New York's scale, on the sea
+	// around New York City (the world's coarse land fills its bays).
+	if n := eval[string](t, ctx, `document.querySelectorAll("path.neighbour").length + "/" + document.querySelectorAll("path.sea, path.state-border").length`); n != "7/2" {
+		t.Fatalf("neighbouring states and the sea around them drawn: %s, want 7/2", n)
+	}
 	checkGrid(t, ctx)
 	painted := `(() => { const c = document.querySelector("canvas.overlay"), d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data; let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i]) n++; return n; })()`
 	if n := eval[int](t, ctx, painted); n < 1000 {
@@ -388,6 +393,7 @@ func TestDemoInChromium(t *testing.T) {
 
 	// Charts and the query box.
 	poll(t, ctx, `demo.charts.data[0][0].length >= 2 && demo.charts.latest.live > 0`, 5*time.Second)
+	checkPanel(t, ctx)
 	choose(t, ctx, "#q-attr", "category")
 	do(t, ctx, `document.querySelector("#q-eq").value = "gas leak"`)
 	click(t, ctx, `#query button`)

@@ -3,8 +3,8 @@
 // (an argument, which the Makefile used to pass, is ignored):
 // - world.json: the land and the borders between countries, from
 //   world-atlas (Natural Earth 1:110m), coordinates rounded to ~1 km;
-// - ny.json: New York State's outline and counties, from us-atlas (US
-//   Census Bureau, 1:10m), rounded to ~10 m;
+// - ny.json: New York State's outline and counties, and the neighbouring
+//   states, from us-atlas (US Census Bureau, 1:10m), rounded to ~10 m;
 // - places.json: the GeoNames places the benchmarks use
 //   (../../bench/places) as [name, population, lat, lng, weight] rows,
 //   most populous first.
@@ -70,9 +70,20 @@ const states = read("node_modules/us-atlas/states-10m.json");
 const counties = read("node_modules/us-atlas/counties-10m.json");
 const state = feature(states, states.objects.states).features.find((f) => f.id === "36");
 const ny = feature(counties, counties.objects.counties).features.filter((f) => String(f.id).startsWith("36"));
+// New York's neighbours (NJ, CT, PA, MA, VT, RI) and Delaware, at the
+// same scale as New York: the world's 1:110m land is a few km off at city
+// zoom and fills New York Harbor's bays, where the simulated users would
+// walk. The page paints the sea over `detail`, a box that holds no land
+// but these states' and New York's, and draws them on it.
+const NEAR = new Set(["34", "09", "42", "25", "50", "44", "10"]);
+const near = feature(states, states.objects.states).features.filter((f) => NEAR.has(f.id));
+const stateBorders = mesh(states, states.objects.states, (a, b) => a !== b && (NEAR.has(a.id) || a.id === "36") && (NEAR.has(b.id) || b.id === "36"));
 writeFileSync(out + "ny.json", JSON.stringify({
   state: slimNY(state, { name: state.properties.name }),
   counties: { type: "FeatureCollection", features: ny.map((f) => slimNY(f, { name: f.properties.name })) },
+  neighbours: { type: "FeatureCollection", features: near.map((f) => slimNY(f, { name: f.properties.name })) },
+  stateBorders: slim(stateBorders, rounder(1e4)),
+  detail: [[38.8, -75.7], [42.3, -71.5]], // south-west, north-east
 }));
 
 // A CSV line: geonameid,"name",code,population,lat,lng (names are quoted).
@@ -89,4 +100,4 @@ const places = rows
   .map((p) => [p.name, p.pop, p.lat, p.lng, p.code !== "PPLA2" && inNYC(p) ? 0 : 1])
   .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
 writeFileSync(out + "places.json", JSON.stringify(places));
-console.log(`world.json: land and ${borders.coordinates.length} border lines; ny.json: ${ny.length} counties; places.json: ${places.length} places`);
+console.log(`world.json: land and ${borders.coordinates.length} border lines; ny.json: ${ny.length} counties, ${near.length} neighbouring states; places.json: ${places.length} places`);

@@ -9,6 +9,7 @@ import { Cells } from "./cells.js";
 import { placeOf, regularPolygon } from "./geo.js";
 import { CITIES, DemoMap } from "./map.js";
 import { Simulation } from "./sim.js";
+import { Land } from "./land.js";
 import { Incidents } from "./incidents.js";
 import { AlertPanel } from "./alerts.js";
 import { Me } from "./me.js";
@@ -93,6 +94,7 @@ async function main() {
   }
   dm.map.on("click", (e) => {
     const { lat, lng } = e.latlng.wrap();
+    if (mode === "me") incidents.showAt(e.latlng.lat, e.latlng.lng); // what is where I am
     (mode === "me" ? setMe(lat, lng) : publishHere(lat, lng)).catch((err) => ($(mode === "me" ? "#me-msg" : "#inc-msg").textContent = err.message));
   });
   $("#geo").onclick = () =>
@@ -102,17 +104,19 @@ async function main() {
 
   // Moving users in New York, and random incidents at population-weighted
   // points there, one in four a zone.
-  const sim = new Simulation(places, wsURL(token), `sim-${tag}-`, open);
+  const sim = new Simulation(places, new Land([...ny.counties.features, ...ny.neighbours.features]), wsURL(token), `sim-${tag}-`, open);
   const setUsers = (n) => {
     $("#users-n").textContent = n;
     return sim.resize(n);
   };
   $("#users").oninput = () => setUsers(Math.round(10 ** +$("#users").value));
   $("#speed").oninput = () => ($("#speed-n").textContent = sim.speed = +$("#speed").value);
-  let rate = 0, owed = 0;
+  // The page publishes from the start at what the slider shows: a visitor
+  // who touches nothing still sees incidents come and go.
+  let rate = +$("#rate").value, owed = 0;
   const setRate = (r) => ($("#rate-n").textContent = rate = r);
   $("#rate").oninput = () => setRate(+$("#rate").value);
-  setRate(+$("#rate").value); // start at what the slider shows
+  setRate(rate);
   const named = places.filter((p) => p[4] === 1);
   const nearest = (lat, lng) => named.reduce((b, p) => ((p[2] - lat) ** 2 + (p[3] - lng) ** 2 < (b[2] - lat) ** 2 + (b[3] - lng) ** 2 ? p : b))[0];
   const pick = (xs) => xs[Math.floor(Math.random() * xs.length)];

@@ -1,5 +1,6 @@
 // The map: Leaflet with no tiles over a world base (land and country
-// borders from Natural Earth) and New York State's counties, and two
+// borders from Natural Earth), New York State's counties and its
+// neighbouring states (US Census Bureau, finer than the world's), and two
 // canvases in a pane of their own — one redrawn when the view moves (the
 // broker's grid, place names), one every frame (the moving users).
 // Canvases keep 10,000 moving dots cheap where 10,000 markers would not be.
@@ -22,11 +23,18 @@ export class DemoMap {
     this.map = L.map(el, { zoomAnimation: false, fadeAnimation: false, markerZoomAnimation: false, minZoom: 2, maxZoom: 18, zoomSnap: 0.5,
       maxBounds: [[-85, -180], [85, 180]], maxBoundsViscosity: 1 });
     this.map.attributionControl.setPrefix(false);
-    this.map.attributionControl.addAttribution("Land, borders: Natural Earth via world-atlas · New York: US Census Bureau via us-atlas · Places: GeoNames (CC BY 4.0)");
+    this.map.attributionControl.addAttribution("Land, borders: Natural Earth via world-atlas · US states: US Census Bureau via us-atlas · Places: GeoNames (CC BY 4.0)");
     const base = this.pane("base", 250), svg = L.svg({ pane: "base" });
     const layer = (geo, style) => L.geoJSON(geo, { pane: "base", renderer: svg, interactive: false, style }).addTo(this.map);
-    layer(world.land, { stroke: false, fillColor: "#e8ebe1", fillOpacity: 1, className: "land" });
+    const land = { stroke: false, fillColor: "#e8ebe1", fillOpacity: 1 };
+    layer(world.land, { ...land, className: "land" });
+    // Around New York the world's coarse land gives way to the sea and
+    // the finer states (data.mjs: nothing else is land in that box).
+    const [[s, w], [n, e]] = ny.detail;
+    layer({ type: "Polygon", coordinates: [[[w, s], [e, s], [e, n], [w, n], [w, s]]] }, { stroke: false, fillColor: "#dce9f2", fillOpacity: 1, className: "sea" });
+    layer(ny.neighbours, { ...land, className: "neighbour" });
     layer(world.borders, { color: "#aab4bd", weight: 0.8, fill: false, className: "border" });
+    layer(ny.stateBorders, { color: "#aab4bd", weight: 0.8, fill: false, className: "state-border" });
     layer(ny.counties, { color: "#9aa5b1", weight: 1, fillColor: "#f4f1ea", fillOpacity: 1, className: "county" });
     layer(ny.state, { color: "#52606d", weight: 2, fill: false, className: "state" });
     base.style.pointerEvents = "none";
@@ -90,6 +98,8 @@ export class DemoMap {
     this.grid.draw(g);
     const view = this.map.getBounds(), z = this.map.getZoom();
     const minPop = z < 5 ? Infinity : z < 7 ? 150_000 : z < 8 ? 40_000 : z < 9 ? 15_000 : z < 10 ? 5_000 : z < 11 ? 1_500 : 0;
+    g.font = "12px system-ui, sans-serif";
+    const noteW = g.measureText(this.grid.note).width + 8;
     g.font = "11px system-ui, sans-serif";
     g.textAlign = "center";
     const taken = [];
@@ -97,6 +107,7 @@ export class DemoMap {
       if (pop < minPop) break;
       if (!view.contains([lat, lng])) continue;
       const p = this.px(lat, lng), tw = g.measureText(name).width / 2 + 4;
+      if (p.y > h - 26 && p.x - tw < noteW + 4) continue; // under the grid's note
       if (taken.some((t) => Math.abs(t.x - p.x) < t.w + tw && Math.abs(t.y - p.y) < 14)) continue;
       taken.push({ x: p.x, y: p.y, w: tw });
       g.fillStyle = "#334";
@@ -107,8 +118,8 @@ export class DemoMap {
     }
     g.textAlign = "left";
     g.font = "12px system-ui, sans-serif";
-    g.fillStyle = "rgba(255,255,255,0.85)"; // legible over place names
-    g.fillRect(4, h - 22, g.measureText(this.grid.note).width + 8, 18);
+    g.fillStyle = "rgba(255,255,255,0.85)"; // legible over the grid and the users
+    g.fillRect(4, h - 22, noteW, 18);
     g.fillStyle = "#234";
     g.fillText(this.grid.note, 8, h - 8);
   }

@@ -19,7 +19,9 @@ export class Me {
     this.moves = 0;
     this.current = null;
     const pane = map.createPane("me");
-    pane.style.zIndex = 470;
+    // Over the incidents, under the place names and the users (the
+    // canvases at 450), so that my dot hides no name.
+    pane.style.zIndex = 440;
     pane.style.pointerEvents = "none"; // clicks go through to incidents and the map
     this.layers = L.layerGroup([], { pane: "me" }).addTo(map);
   }

@@ -4,9 +4,10 @@
 // is a real subscription on the broker: a circle of 1 km around where it
 // stood, re-centred once it has walked 500 m away, which the broker
 // refines exactly, so a dot flashes only for incidents that reach its
-// circle. They stay in New York wherever the map goes. Users are
-// spread over a few connections so that none passes the broker's
-// per-connection rate or subscription limits.
+// circle. They stay in New York wherever the map goes, and on land: a
+// start or a step in the sea is drawn again (land.js). Users are spread
+// over a few connections so that none passes the broker's per-connection
+// rate or subscription limits.
 import { Cellcast } from "./cellcast.js";
 import { destination, distanceM } from "./geo.js";
 
@@ -18,7 +19,8 @@ const FUTURE_S = 30; // each subscription's future window; renewed before it end
 const PER_CONN = 2500;
 
 export class Simulation {
-  constructor(places, url, uidPrefix, open) {
+  constructor(places, land, url, uidPrefix, open) {
+    this.land = land;
     this.url = url;
     this.uidPrefix = uidPrefix;
     this.open = open; // open mode: each user its own uid
@@ -33,7 +35,9 @@ export class Simulation {
     for (const p of this.places) this.cum.push((total += p[1]));
   }
 
-  // start draws a starting point as bench/workload does (minus ZIP starts).
+  // start draws a starting point on land as bench/workload does (minus
+  // ZIP starts): a place by population, scattered around it; the place
+  // itself (every one is on land) if the scatter keeps falling in the sea.
   start() {
     const x = Math.random() * this.cum[this.cum.length - 1];
     let lo = 0, hi = this.cum.length - 1;
@@ -44,7 +48,11 @@ export class Simulation {
     }
     const [, pop, plat, plng] = this.places[lo];
     const sigma = 0.003 + 0.00002 * Math.sqrt(pop);
-    return [plat + gauss() * sigma, plng + (gauss() * sigma) / Math.cos((plat * Math.PI) / 180)];
+    for (let k = 0; k < 20; k++) {
+      const lat = plat + gauss() * sigma, lng = plng + (gauss() * sigma) / Math.cos((plat * Math.PI) / 180);
+      if (this.land.find(lat, lng) >= 0) return [lat, lng];
+    }
+    return [plat, plng];
   }
 
   async conn(i) {
@@ -63,7 +71,7 @@ export class Simulation {
     while (this.users.length < n) {
       const i = this.users.length;
       const [lat, lng] = this.start();
-      const u = { i, lat, lng, home: { lat, lng }, centre: null, sid: null, busy: false, renewAt: 0, flash: -1e9, next: now + Math.random() * 2000, conn: this.conn(Math.floor(i / PER_CONN)) };
+      const u = { i, lat, lng, home: { lat, lng }, ground: this.land.find(lat, lng), centre: null, sid: null, busy: false, renewAt: 0, flash: -1e9, next: now + Math.random() * 2000, conn: this.conn(Math.floor(i / PER_CONN)) };
       this.users.push(u);
       this.resubscribe(u);
     }
@@ -78,10 +86,11 @@ export class Simulation {
       u.next = now + every * (0.5 + Math.random());
       for (let k = 0; k < 8; k++) {
         const p = destination(u, Math.random() * 2 * Math.PI, STEP_M);
-        if (distanceM(p, u.home) < ROAM_M) {
-          u.lat = p.lat, u.lng = p.lng;
-          break;
-        }
+        if (distanceM(p, u.home) >= ROAM_M) continue;
+        const ground = this.land.find(p.lat, p.lng, u.ground);
+        if (ground < 0) continue; // the sea: another direction
+        u.lat = p.lat, u.lng = p.lng, u.ground = ground;
+        break;
       }
       if (!u.centre || distanceM(u, u.centre) > RECENTRE_M || now > u.renewAt) this.resubscribe(u);
     }
