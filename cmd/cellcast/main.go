@@ -50,6 +50,7 @@ Commands:
   query   the latest publications by publisher, attribute or time (--attr),
           or that meet a place (--near LAT,LNG,RADIUS or --within FILE.geojson)
   token   mint an HS256 bearer token from the broker's secret, as broker token does
+  backup  copy a running broker's store into a new data directory (--out DIR)
   version print the version (also cellcast --version)
 
 Places are anywhere on Earth: --lat/--lng (a point), with --radius (a circle),
@@ -89,7 +90,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) in
 		return 2
 	}
 	cmds := map[string]func(context.Context, []string, env, io.Writer, io.Writer) int{
-		"sub": sub, "pub": pub, "query": query, "token": token, "version": version,
+		"sub": sub, "pub": pub, "query": query, "token": token, "version": version, "backup": backup,
 	}
 	name := args[0]
 	if name == "--version" || name == "-version" {
