@@ -15,6 +15,9 @@ type sendQueue struct {
 	running  bool   // a writer goroutine owns the socket
 	closing  bool   // the connection is ending: the writer finishes it
 	start    func() // starts the writer; called without mu
+	// taken, when a reply waits for room, closes the next time the writer
+	// takes what is queued.
+	taken chan struct{}
 }
 
 func newSendQueue(maxN, maxBytes int, start func()) *sendQueue {
@@ -52,14 +55,31 @@ func (q *sendQueue) push(f frame, room int) bool {
 // pushAll queues every frame of fs, in order, or none of them if they
 // would take the queue past room times its bounds.
 func (q *sendQueue) pushAll(fs []frame, room int) bool {
+	ok, _ := q.pushAllOrWait(fs, room, false)
+	return ok
+}
+
+// pushAllOrWait is pushAll that, when there is no room and wait is set,
+// returns a channel that closes once the writer has taken what is queued:
+// the moment to try again. Frames that could never fit (more than the
+// bounds allow on their own) go into an empty queue all the same.
+func (q *sendQueue) pushAllOrWait(fs []frame, room int, wait bool) (bool, <-chan struct{}) {
 	n := 0
 	for i := range fs {
 		n += fs[i].queued()
 	}
 	q.mu.Lock()
-	if len(q.frames)+len(fs) > q.maxN*room || q.bytes+n > q.maxBytes*room {
+	if len(q.frames) > 0 && (len(q.frames)+len(fs) > q.maxN*room || q.bytes+n > q.maxBytes*room) ||
+		len(q.frames) == 0 && !wait && (len(fs) > q.maxN*room || n > q.maxBytes*room) {
+		var taken chan struct{}
+		if wait {
+			if q.taken == nil {
+				q.taken = make(chan struct{})
+			}
+			taken = q.taken
+		}
 		q.mu.Unlock()
-		return false
+		return false, taken
 	}
 	if q.frames == nil {
 		q.frames = getFrames()
@@ -67,7 +87,7 @@ func (q *sendQueue) pushAll(fs []frame, room int) bool {
 	q.frames = append(q.frames, fs...)
 	q.bytes += n
 	q.unlockAndWake()
-	return true
+	return true, nil
 }
 
 // unlockAndWake unlocks q.mu, then starts the writer unless it runs.
@@ -108,6 +128,10 @@ const (
 func (q *sendQueue) next(spare []frame) ([]frame, int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.taken != nil {
+		close(q.taken)
+		q.taken = nil
+	}
 	switch {
 	case q.closing:
 		return nil, finishConn

@@ -20,7 +20,7 @@ func (c *wsConn) replyList(head []byte, key string, items [][]byte) {
 	prefix = append(prefix, `,"`...)
 	prefix = append(prefix, key...)
 	prefix = append(prefix, `":[`...)
-	c.enqueue(frame{data: prefix, list: items}, roomReply)
+	c.enqueueReply(frame{data: prefix, list: items})
 }
 
 const listEnd = "]}"

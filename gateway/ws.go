@@ -213,7 +213,35 @@ func (g *Gateway) ServeWS(w http.ResponseWriter, r *http.Request) {
 	go c.read(false)
 }
 
-func (c *wsConn) reply(b []byte) { c.enqueue(c.dataFrame(b), roomReply) }
+func (c *wsConn) reply(b []byte) { c.enqueueReply(c.dataFrame(b)) }
+
+// enqueueReply queues a reply, waiting while the queue has no room for it:
+// a client that reads is slowed (its requests wait, then its reader, then
+// TCP), never cut. One whose queue does not move for the write timeout is
+// not reading, and is cut.
+func (c *wsConn) enqueueReply(f frame) {
+	fs := []frame{f}
+	var timeout <-chan time.Time
+	for {
+		ok, taken := c.q.pushAllOrWait(fs, roomReply, true)
+		if ok {
+			return
+		}
+		if timeout == nil {
+			t := time.NewTimer(c.g.limits.WriteTimeout)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-taken:
+		case <-c.closed:
+			return
+		case <-timeout:
+			c.cut(closeSlow, "send_queue_full", "not reading: send queue full; reconnect and resume")
+			return
+		}
+	}
+}
 func (c *wsConn) replyAll(data [][]byte) bool {
 	select {
 	case <-c.closed:
