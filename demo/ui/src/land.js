@@ -1,6 +1,6 @@
 // Land, for the simulated users: New York's counties and the neighbouring
 // states (us-atlas, 1:10m), so that a user who walks out of New York stays
-// on land — in New Jersey, say — and never in the Sound or a lake. The
+// on land — in New Jersey, say — and never in the Sound or Lake Ontario. The
 // test is planar in degrees: these outlines' edges are a few km long, and
 // a great-circle edge strays from the straight one by metres there.
 
