@@ -421,6 +421,12 @@ func demoShot(t *testing.T, ctx context.Context) {
 	choose(t, ctx, "#me-radius", "3000")
 	clickMap(t, ctx, latLng{40.74, -73.99})
 	time.Sleep(8 * time.Second)
+	// An incident's popup, as a click on its dot opens it.
+	if eval[bool](t, ctx, pickMark(5000, 0)+` !== null`) {
+		m := eval[mark](t, ctx, pickMark(5000, 0))
+		clickMap(t, ctx, latLng{m.Lat, m.Lng})
+		poll(t, ctx, popupOf(m.Pid)+` !== null`, 2*time.Second)
+	}
 	screenshot(t, ctx, "demo.png")
 	do(t, ctx, `document.querySelector("#q-eq").value = "fire", document.querySelector("#query button").click()`)
 	time.Sleep(1500 * time.Millisecond)

@@ -3,7 +3,9 @@
 // draws the world, New York and the broker's own grid, connects, and lists
 // in "My alerts" exactly the incidents that meet the viewer's circle, with
 // their haversine distances, in New York and in Paris; a zone is drawn as
-// its polygon and a click on it says what, who and how long. With
+// its polygon and a click on it says what, who and how long. Untouched,
+// the page shows its own random incidents within 10 s, a click on one
+// reads its description, and the simulated users stay on land. With
 // -demo.perf it measures frames per second, load time and heap
 // (docs/demo.md).
 //

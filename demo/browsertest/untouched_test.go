@@ -29,7 +29,7 @@ func pickMark(minLeft, minR int) string {
 	return fmt.Sprintf(`(() => {
 		const m = demo.map, size = m.getSize(), now = Date.now(), all = [...demo.incidents.values()].filter((i) => i.mark);
 		const px = (i) => m.latLngToContainerPoint(i.mark.getLatLng());
-		for (const i of all) {
+		for (const i of all.reverse()) { // the latest first
 			const p = px(i), r = i.place.radiusM ?? 0;
 			if (i.expires - now < %d || i.place.kind !== "circle" || r < %d) continue;
 			if (p.x < 40 || p.y < 40 || p.x > size.x - 40 || p.y > size.y - 40) continue;
