@@ -49,17 +49,17 @@ func CodeOf(err error) *Error {
 	case errors.As(err, new(*delivery.OverloadedError)):
 		var oe *delivery.OverloadedError
 		errors.As(err, &oe)
-		return &Error{Code: CodeOverloaded, Message: "delivery is behind: " + oe.Error(), RetryAfter: oe.RetryAfter}
+		return &Error{Code: CodeOverloaded, Message: "delivery is behind: " + userMessage(oe), RetryAfter: oe.RetryAfter}
 	case errors.Is(err, delivery.ErrForbidden):
-		return &Error{Code: CodeForbidden, Message: err.Error()}
+		return &Error{Code: CodeForbidden, Message: userMessage(err)}
 	case errors.Is(err, subscriptions.ErrUnknownSid):
-		return &Error{Code: CodeNotFound, Message: err.Error()}
+		return &Error{Code: CodeNotFound, Message: userMessage(err)}
 	case errors.Is(err, subscriptions.ErrBadRequest), errors.Is(err, service.ErrBadQuery), errors.Is(err, service.ErrNoCatalog):
-		return &Error{Code: CodeBadRequest, Message: err.Error()}
+		return &Error{Code: CodeBadRequest, Message: userMessage(err)}
 	case errors.Is(err, errClosing):
 		return &Error{Code: CodeUnavailable, Message: "the broker is shutting down"}
 	case errors.Is(err, service.ErrUnavailable):
-		return &Error{Code: CodeUnavailable, Message: err.Error()}
+		return &Error{Code: CodeUnavailable, Message: userMessage(err)}
 	}
 	return &Error{Code: CodeInternal, Message: "storage failure; try again"}
 }
