@@ -208,8 +208,18 @@ type Value struct {
 // String is a value of a string attribute (uid, an attrs key).
 func String(s string) Value { return Value{s: s} }
 
-// Time is a value of tp.
-func Time(t time.Time) Value { return Value{t: t.UnixNano(), isTime: true} }
+// Time is a value of tp. Times past what nanoseconds since 1970 can hold
+// (years 1678 to 2262) are clamped to its ends: no publication is outside,
+// so a query bound of 2999 still means "until the end".
+func Time(t time.Time) Value {
+	switch {
+	case t.Before(time.Unix(0, math.MinInt64)):
+		return Value{t: math.MinInt64, isTime: true}
+	case t.After(time.Unix(0, math.MaxInt64)):
+		return Value{t: math.MaxInt64, isTime: true}
+	}
+	return Value{t: t.UnixNano(), isTime: true}
+}
 
 // ParseValue reads a query value for attr: an RFC 3339 time for tp, the
 // string itself otherwise.

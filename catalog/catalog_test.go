@@ -220,3 +220,33 @@ func TestPointKept(t *testing.T) {
 		t.Fatalf("shapes: %+v, %+v, %+v", got[0].Shape, got[1].Shape, got[2].Shape)
 	}
 }
+
+// TestFarTimeBoundsMeanTheEnds: a tp bound outside what nanoseconds since
+// 1970 hold (after 2262, before 1678) is the end of time, not an overflow
+// that turns the range around.
+func TestFarTimeBoundsMeanTheEnds(t *testing.T) {
+	c, err := Open(t.TempDir(), Config{Indexes: []Index{{AttrTp, secondary.Embedded}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	now := time.Now().UnixNano()
+	cell := subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{1, 4}}
+	if err := c.Add(&subscriptions.Publication{Uid: "bob", Cell: cell, Tp: now, Tmax: now + int64(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range [][2]string{{"2026-01-01T00:00:00Z", "2999-01-01T00:00:00Z"}, {"1000-01-01T00:00:00Z", "2999-01-01T00:00:00Z"}, {"1000-01-01T00:00:00Z", "9999-12-31T23:59:59Z"}} {
+		from, err := c.ParseValue(AttrTp, r[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		to, err := c.ParseValue(AttrTp, r[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.Find(Query{Attr: AttrTp, From: &from, To: &to, K: 10})
+		if err != nil || len(got) != 1 {
+			t.Fatalf("%s to %s: %d found, %v", r[0], r[1], len(got), err)
+		}
+	}
+}
