@@ -30,6 +30,9 @@ type ClusterConfig struct {
 	Listen string
 	Routes []string
 	Name   string // the NATS cluster's name; default "cellcast"
+	// Security authenticates and encrypts the routes; required when
+	// Listen is beyond loopback.
+	Security RouteSecurity
 	// ShardDepth and ShardGroups: the subtrees of the world grid at
 	// ShardDepth components are hashed onto ShardGroups shards, beside an
 	// overflow shard (cluster.Shards); defaults 11 (S2 level 10) and 16.
@@ -88,7 +91,7 @@ func (b *Broker) clusterOptions(o *server.Options) error {
 		}
 		o.Routes = append(o.Routes, u)
 	}
-	return nil
+	return b.secureRoutes(o)
 }
 
 func splitHostPort(addr string) (string, int, error) {
