@@ -109,7 +109,20 @@ export class Proxy {
   }
 
   listen() {
-    return new Promise((resolve) => this.server.listen(0, "127.0.0.1", () => resolve((this.port = this.server.address().port))));
+    return new Promise((resolve, reject) => {
+      this.server.once("error", reject);
+      this.server.listen(this.port ?? 0, "127.0.0.1", () => resolve((this.port = this.server.address().port)));
+    });
+  }
+
+  // down cuts every connection and refuses new ones until up.
+  down() {
+    this.cut();
+    return new Promise((r) => this.server.close(r));
+  }
+
+  up() {
+    return this.listen();
   }
 
   // cut resets every connection through the proxy.
