@@ -328,6 +328,8 @@ export class Cellcast extends Emitter {
     this._q = []; // calls (or raw frames) waiting to be sent
     this._qh = 0;
     this._id = 1;
+    this._n = 0; // calls made, in order
+    this._hold = 0; // no request goes before this (performance.now()), after an overloaded
     this._tokens = o.burst;
     this._t = performance.now();
     this._wait = 0;
@@ -487,7 +489,7 @@ export class Cellcast extends Emitter {
   _request(msg, opts = {}) {
     return new Promise((resolve, reject) => {
       if (this.closed) return reject(new CellcastError(CLOSED, "the client was closed"));
-      const c = { msg, resolve, reject, opts, tries: 0, done: false, timer: 0, list: null, reply: null };
+      const c = { msg, resolve, reject, opts, n: this._n++, tries: 0, done: false, timer: 0, list: null, reply: null };
       const t = opts.timeout ?? this.options.timeout;
       if (t > 0) c.timer = unref(setTimeout(() => this._fail(c, new CellcastError(TIMEOUT, `no reply to ${msg.op} in ${t} ms; it may still take effect`)), t));
       this._enqueue(c, opts.front);
@@ -500,12 +502,28 @@ export class Cellcast extends Emitter {
     this._flush();
   }
 
+  // _again queues a refused call again in its place among those waiting,
+  // and holds every request back for wait ms, as the broker asks.
+  _again(c, wait, rate) {
+    const q = this._q;
+    let k = this._qh;
+    while (k < q.length && !(q[k].n > c.n)) k++;
+    q.splice(k, 0, c);
+    this._hold = Math.max(this._hold, performance.now() + wait);
+    if (rate) this._tokens = 0; // over a rate: no burst after the wait either
+    this._flush();
+  }
+
   // _flush sends what the token bucket allows, and comes back for the
   // rest.
   _flush() {
     if (!this._up) return;
     const o = this.options;
     const now = performance.now();
+    if (now < this._hold) {
+      if (!this._ft) this._ft = setTimeout(() => ((this._ft = 0), this._flush()), this._hold - now);
+      return;
+    }
     this._tokens = Math.min(o.burst, this._tokens + ((now - this._t) * o.rate) / 1000);
     this._t = now;
     const q = this._q;
@@ -597,7 +615,7 @@ export class Cellcast extends Emitter {
         c.tries++;
         this.stats.retries++;
         const wait = Math.max(e.retryAfterMs, this.options.minBackoff);
-        setTimeout(() => c.done || this._enqueue(c), wait + Math.random() * (wait / 4));
+        this._again(c, wait + Math.random() * (wait / 4), e.limit === "connection_rate" || e.limit === "user_rate");
         return;
       }
       return this._fail(c, e);
