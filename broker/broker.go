@@ -386,8 +386,8 @@ func (b *Broker) routes() *http.ServeMux {
 			http.Error(w, "not ready", http.StatusServiceUnavailable)
 			return
 		}
-		if b.node != nil && !b.node.Serving() {
-			http.Error(w, "not ready: some shards of the cluster have no owner yet (see the nodes' logs)", http.StatusServiceUnavailable)
+		if b.node != nil && !b.node.Status().Looked {
+			http.Error(w, "not ready: this node has not read the cluster's leases yet", http.StatusServiceUnavailable)
 			return
 		}
 		if b.svc == nil {
@@ -398,6 +398,7 @@ func (b *Broker) routes() *http.ServeMux {
 		}
 		w.Write([]byte("ready\n"))
 	})
+	mux.HandleFunc("GET /clusterz", b.serveClusterz)
 	mux.HandleFunc("POST /api/{op}", b.gw.ServeHTTP)
 	mux.HandleFunc("GET /cells", gateway.ServeCells) // the grid's outlines, for maps
 	mux.Handle("/", demo.Handler())                  // the demo page (docs/demo.md)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/seed84792017/cellcast/catalog"
 	"net"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -222,4 +223,33 @@ func (b *Broker) checkAlone() error {
 			return fmt.Errorf("%w: a single broker serves them on %s; stop it before starting cluster nodes there", ErrNotAlone, b.NATSURL())
 		}
 	}
+}
+
+// serveClusterz answers GET /clusterz with the cluster as this node last
+// saw it: 200 when every shard has a live owner, 503 while some have none
+// (a node died and its shards are being taken over, or the cluster is
+// starting). Unlike /readyz it is about the whole cluster, so it is for
+// dashboards and alerts, not for a load balancer: one node's death turns
+// it 503 on every node at once.
+func (b *Broker) serveClusterz(w http.ResponseWriter, _ *http.Request) {
+	if b.node == nil {
+		http.Error(w, "not found: this broker is not a cluster node", http.StatusNotFound)
+		return
+	}
+	st := b.node.Status()
+	body := struct {
+		Node     string   `json:"node"`
+		Looked   bool     `json:"looked"`
+		Shards   int      `json:"shards"`
+		Owned    int      `json:"owned"`
+		Unserved []string `json:"unserved"`
+	}{b.cfg.Cluster.Node, st.Looked, st.Shards, st.Owned, st.Unserved}
+	if body.Unserved == nil {
+		body.Unserved = []string{}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if !st.Looked || len(st.Unserved) > 0 {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	json.NewEncoder(w).Encode(body)
 }

@@ -108,6 +108,8 @@ func registerNode(reg prometheus.Registerer, n *cluster.Node) {
 	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cellcast_cluster_shards_owned", Help: "Shards this node serves."},
 			stat(func(s cluster.Stats) float64 { return float64(s.Owned) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cellcast_cluster_shards_unserved", Help: "Shards of the cluster with no live owner at this node's last look at the leases: operations on them wait for the next owner (/clusterz lists them)."},
+			func() float64 { return float64(len(n.Status().Unserved)) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_cluster_requests_total", Help: "Operations sent to shard owners over NATS."},
 			stat(func(s cluster.Stats) float64 { return float64(s.Requests) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellcast_cluster_replies_total", Help: "Answers this node's shards sent over NATS as messages of their own."},

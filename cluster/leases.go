@@ -102,6 +102,7 @@ func (n *Node) tick(ctx context.Context, acquire bool) {
 		return nil
 	}
 	owners := map[string]string{}
+	quiet := map[string]bool{}  // shards whose owner stopped renewing
 	free := map[string]uint64{} // shard -> revision to take it at (0: absent)
 	var order []string
 	for _, s := range all {
@@ -126,6 +127,9 @@ func (n *Node) tick(ctx context.Context, acquire bool) {
 			order = append(order, s)
 		default:
 			owners[s] = string(e.Value())
+			if nodeOf(string(e.Value())) != n.cfg.ID && time.Since(n.seen["lease "+s].at) > n.cfg.LeaseTTL/2 {
+				quiet[s] = true // two renewals missed: its owner is not live
+			}
 		}
 	}
 	// More than a fair share of a group: hand the last ones over.
@@ -173,7 +177,17 @@ func (n *Node) tick(ctx context.Context, acquire bool) {
 		owners[s] = value
 		n.spawn(func() { n.take(s) })
 	}
-	n.serving.Store(len(owners) == len(all))
+	// Unserved: no live owner, or this node's take still loading its log.
+	var unserved []string
+	n.mu.Lock()
+	for _, s := range all {
+		_, taken := n.owned[s]
+		if v, ok := owners[s]; !ok || quiet[s] || nodeOf(v) == n.cfg.ID && !taken {
+			unserved = append(unserved, s)
+		}
+	}
+	n.looked, n.unserved = true, unserved
+	n.mu.Unlock()
 	n.h.owners(owners)
 }
 

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -72,6 +72,10 @@ type Node struct {
 	owners  map[string]string    // shard -> owning node, as last read
 	heard   map[string]time.Time // node -> when its heartbeat last arrived
 	closed  bool
+	// The lease loop's last look: whether there was one, and the shards
+	// it found without a live owner.
+	looked   bool
+	unserved []string
 
 	h *holder
 	// Of the lease loop alone: when each lease was last seen to change,
@@ -83,7 +87,6 @@ type Node struct {
 	outMu    sync.Mutex
 	outboxes map[string]sender // by holding node
 	instance uint64            // this node's life, for the past results it numbers (refs.go)
-	serving  atomic.Bool
 	counters counters
 
 	stop chan struct{}
@@ -400,6 +403,21 @@ func (n *Node) Close() error {
 	return n.inbox.Unsubscribe()
 }
 
-// Serving reports whether, at the last look, every shard had an owner:
-// a node is ready once the cluster serves all of the Dewey space.
-func (n *Node) Serving() bool { return n.serving.Load() }
+// Status is the cluster as a node saw it at its last look at the leases.
+type Status struct {
+	// Looked: the node has read the leases once, so it knows where to
+	// send each operation: it can serve a client.
+	Looked bool
+	Shards int
+	// Unserved are the shards whose lease nobody holds or whose owner
+	// stopped renewing it: operations on them wait for a new owner.
+	Unserved []string
+	Owned    int // shards this node serves
+}
+
+// Status reports the cluster as this node last saw it.
+func (n *Node) Status() Status {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return Status{Looked: n.looked, Shards: len(n.cfg.Shards.All()), Unserved: slices.Clone(n.unserved), Owned: len(n.owned)}
+}
