@@ -9,7 +9,7 @@ SERVE_FUZZTIME ?= 20000x
 
 .PHONY: test vet tools unit peers browser demo-ui demo-perf race fuzz bench-lsm bench-broker bench-storage bench-pebble bench-index cluster-local cluster-local-external
 
-test: vet tools unit peers browser race fuzz
+test: vet tools unit peers browser js race fuzz
 
 # A nats-server binary for the tests against an external NATS server, and
 # staticcheck, pinned so that everyone sees the same lint.
@@ -49,6 +49,12 @@ peers:
 browser: tools
 	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 	cd demo/browsertest && $(GO) vet ./... && $(TOOLS)/staticcheck ./... && $(GO) test -count=1 ./...
+
+# The JavaScript client (clients/js, docs/clients.md): its TypeScript
+# declarations (tsc --noEmit), its bundle's gzipped size, and node --test
+# against a real broker built from this tree (about a minute).
+js:
+	cd clients/js && npm ci --no-audit --no-fund && GO="$(GO)" npm test
 
 # The demo page's bundle and map data, committed in demo/static so that the
 # broker needs no Node.js: pinned by demo/ui/package-lock.json (the
