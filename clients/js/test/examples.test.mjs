@@ -52,3 +52,10 @@ test("examples/alerts.html: one module script that imports the client and parses
     rmSync(tmp, { recursive: true, force: true });
   }
 });
+
+test("docs/clients.md shows both examples as they are", () => {
+  const doc = readFileSync(join(dir, "../../docs/clients.md"), "utf8");
+  for (const f of ["examples/alerts.html", "examples/publish.mjs"]) {
+    assert.ok(doc.includes(readFileSync(join(dir, f), "utf8")), `docs/clients.md lacks ${f} as it is`);
+  }
+});
