@@ -139,10 +139,68 @@ func (c *Cluster) Restart(i int) error {
 	return WaitReady(c.Nodes[i].HTTP)
 }
 
+// StopNode stops node i gracefully, as an operator's SIGTERM does: the
+// broker drains its clients, hands its shards over and exits. It waits
+// up to limit for the exit, then kills the node; an exit that needed the
+// kill, or with a status other than 0, is an error (the node is stopped
+// either way).
+func (c *Cluster) StopNode(i int, limit time.Duration) error {
+	nd := c.Nodes[i]
+	if err := nd.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- nd.Cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("node %s after SIGTERM: %w; the end of its log:\n%s", nd.ID, err, Tail(c.logPath(nd), 5))
+		}
+		return nil
+	case <-time.After(limit):
+		nd.Cmd.Process.Kill()
+		<-done
+		return fmt.Errorf("node %s: no exit %v after SIGTERM, killed; the end of its log:\n%s", nd.ID, limit, Tail(c.logPath(nd), 5))
+	}
+}
+
+// Add starts one more node, n<k> after the k-1 there are, on fresh
+// addresses and data directory, and waits until it is ready. Its
+// --cluster-routes name every node's route address and its own, as an
+// operator growing a cluster names them; the running nodes learn of it
+// from NATS, and the shards rebalance onto it.
+func (c *Cluster) Add() (*Node, error) {
+	var addrs [3]string
+	for k := range addrs {
+		a, err := FreeAddr()
+		if err != nil {
+			return nil, err
+		}
+		addrs[k] = a
+	}
+	id := fmt.Sprintf("n%d", len(c.Nodes)+1)
+	nd := &Node{ID: id, HTTP: addrs[0], NATS: addrs[1], Route: addrs[2], Dir: filepath.Join(c.Log, id)}
+	c.Nodes = append(c.Nodes, nd)
+	if err := c.start(len(c.Nodes)-1, c.routes()); err != nil {
+		c.Nodes = c.Nodes[:len(c.Nodes)-1]
+		return nil, err
+	}
+	if err := WaitReady(nd.HTTP); err != nil {
+		return nd, fmt.Errorf("node %s: %w; the end of its log:\n%s", nd.ID, err, Tail(c.logPath(nd), 5))
+	}
+	return nd, nil
+}
+
+// Running reports whether the node's process is running (started, and
+// not yet seen to exit).
+func (n *Node) Running() bool {
+	return n.Cmd != nil && n.Cmd.Process != nil && n.Cmd.ProcessState == nil
+}
+
 // Stop interrupts every node.
 func (c *Cluster) Stop() {
 	for _, nd := range c.Nodes {
-		if nd.Cmd != nil && nd.Cmd.ProcessState == nil && nd.Cmd.Process != nil {
+		if nd.Running() {
 			Stop(nd.Cmd)
 		}
 	}
