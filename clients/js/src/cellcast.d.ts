@@ -277,6 +277,8 @@ export interface Options {
   endGrace?: number;
   /** How many times an overloaded request is retried after the broker's retry_after_ms (default 5). */
   overloadRetries?: number;
+  /** Milliseconds a WebSocket handshake may take before the attempt is given up (default 10,000). */
+  connectTimeout?: number;
 }
 
 export interface RequestOptions {

@@ -295,6 +295,7 @@ const DEFAULTS = {
   maxBackoff: 5000,
   endGrace: 5000,
   overloadRetries: 5,
+  connectTimeout: 10_000,
   grouped: true,
 };
 
@@ -370,13 +371,17 @@ export class Cellcast extends Emitter {
     }
     this._sock = ws;
     let why = "";
+    // A handshake that hangs (a network that drops packets) is given up.
+    const t = setTimeout(() => this._sock === ws && !this._up && ((why = `no answer in ${o.connectTimeout} ms`), ws.close()), o.connectTimeout);
     ws.onopen = () => {
+      clearTimeout(t);
       if (this._sock !== ws) return;
       this._up = true;
       this._opened();
     };
-    ws.onerror = (e) => (why = e?.message ?? e?.error?.message ?? "");
+    ws.onerror = (e) => (why ||= e?.message ?? e?.error?.message ?? "");
     ws.onclose = (e) => {
+      clearTimeout(t);
       if (this._sock !== ws) return;
       this._sock = null;
       if (this._up) this._lost(e.code, e.reason);
@@ -440,7 +445,10 @@ export class Cellcast extends Emitter {
     const calls = [...this.pending.values()];
     this.pending.clear();
     for (const s of this.subs.values()) s._routed = false;
-    for (const c of calls) this._fail(c, new CellcastError(LOST, "the connection dropped before the reply; the request may or may not have taken effect"));
+    // Resumes not sent yet: the next connection resumes every subscription.
+    for (let k = this._qh; k < this._q.length; k++) if (this._q[k].opts?.resume) calls.push(this._q[k]);
+    const e = new CellcastError(LOST, "the connection dropped before the reply; the request may or may not have taken effect");
+    for (const c of calls) this._fail(c, e);
     if (this.closed) return;
     this.emit("disconnect", { code, reason });
     this._retry();
@@ -673,7 +681,7 @@ export class Cellcast extends Emitter {
     const after = s.last;
     const msg = { id: "", op: "resume", sid: s.sid, after };
     if (s._uid) msg.uid = s._uid;
-    this._request(msg, { front: true, timeout: 0 }).then(
+    this._request(msg, { front: true, timeout: 0, resume: true }).then(
       () => {
         s._repairing = false;
         s._routed = true;

@@ -359,3 +359,15 @@ test("connect rejects when the broker refuses the handshake", async () => {
   await new Promise((r) => srv.close(r));
   await assert.rejects(Cellcast.connect(url, { WebSocket }), { code: "connection_lost" });
 });
+
+test("a handshake that hangs is given up after connectTimeout", async () => {
+  const { createServer } = await import("node:net");
+  const socks = [];
+  const srv = createServer((s) => socks.push(s)); // accepts, never answers
+  await new Promise((r) => srv.listen(0, "127.0.0.1", r));
+  const t0 = Date.now();
+  await assert.rejects(Cellcast.connect(`ws://127.0.0.1:${srv.address().port}/ws`, { WebSocket, connectTimeout: 200 }), (e) => e.code === "connection_lost" && /no answer/.test(e.message));
+  assert.ok(Date.now() - t0 < 2000);
+  socks.forEach((s) => s.destroy());
+  await new Promise((r) => srv.close(r));
+});
