@@ -69,6 +69,9 @@ type Config struct {
 	// (chosen by user), publishes to a publisher connection on it. Over
 	// WebSocket only, with at least one connection of each kind per URL.
 	Route func(cell dewey.ID) int
+	// Separate asks the broker for one frame per notification instead of
+	// grouped frames (client.Options.SeparateNotifications).
+	Separate bool
 }
 
 func (c *Config) withDefaults() error {

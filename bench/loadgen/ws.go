@@ -52,9 +52,10 @@ func dialWS(r *run, i int) (*wsConn, error) {
 	defer cancel()
 	c.c, err = client.Dial(ctx, url, client.Options{
 		MinBackoff: 10 * time.Millisecond, MaxBackoff: time.Second,
-		OnDisconnect: c.disconnected,
-		Fallback:     fallback,
-		Log:          slog.New(slog.NewTextHandler(io.Discard, nil)),
+		OnDisconnect:          c.disconnected,
+		Fallback:              fallback,
+		SeparateNotifications: r.cfg.Separate,
+		Log:                   slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
 		return nil, errors.Join(err, c.got.remove())

@@ -17,7 +17,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,6 +47,8 @@ var (
 	brokerBin  = flag.String("broker", "", "broker binary (default: build ./cmd/broker)")
 	durability = flag.String("durability", "sync,os", "the broker's durability modes to run, comma-separated")
 	seed       = flag.Int64("seed", 1, "workload seed")
+	separate   = flag.Bool("separate", false, "Cellcast's subscribers ask for one frame per notification, not grouped frames")
+	profile    = flag.String("cpuprofile", "", "write the broker's CPU profile of each run to this path prefix (<prefix>-<round>-<mode>.pprof)")
 )
 
 func main() {
@@ -64,6 +68,9 @@ type row struct {
 	deliveredPerSec float64
 	p50, p99        float64
 	complete, notes string
+	// cpu is the server process's CPU seconds (user and system) over the
+	// run; usPerNote that over the notifications delivered, in µs.
+	cpu, usPerNote float64
 }
 
 func run() error {
@@ -103,7 +110,11 @@ func run() error {
 		rows = append(rows, nr)
 		for _, m := range modes {
 			fmt.Fprintf(os.Stderr, "round %d: cellcast --durability %s\n", r+1, m)
-			cr, err := runBroker(broker, filepath.Join(dir, fmt.Sprint("data-", r, "-", m)), m, ops)
+			prof := ""
+			if *profile != "" {
+				prof = fmt.Sprintf("%s-%d-%s.pprof", *profile, r+1, m)
+			}
+			cr, err := runBroker(broker, filepath.Join(dir, fmt.Sprint("data-", r, "-", m)), m, ops, prof)
 			if err != nil {
 				return err
 			}
@@ -114,17 +125,21 @@ func run() error {
 	if *ahead > 0 {
 		bound = fmt.Sprintf("at most %d unanswered in all", *ahead)
 	}
-	fmt.Printf("%d users, %d operations, %g subscriptions per publication, S2 levels %d to %d, closed loop, %d in flight per connection, %d+%d connections, %s\n\n",
-		*users, len(ops), *ratio, *minLevel, *level, *window, *conns, *pubConns, bound)
-	fmt.Println("| system | ops/s | notifications/s | vs NATS core (same round) | notifications + past results /s | p50 ms | p99 ms | complete | notes |")
-	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---|---|")
-	var base float64
+	frames := "grouped"
+	if *separate {
+		frames = "separate"
+	}
+	fmt.Printf("%d users, %d operations, %g subscriptions per publication, S2 levels %d to %d, closed loop, %d in flight per connection, %d+%d connections, %s, %s notifications\n\n",
+		*users, len(ops), *ratio, *minLevel, *level, *window, *conns, *pubConns, bound, frames)
+	fmt.Println("| system | ops/s | notifications/s | vs NATS core (same round) | notifications + past results /s | p50 ms | p99 ms | server CPU s | CPU µs per notification | vs NATS core | complete | notes |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+	var base, baseCPU float64
 	for _, r := range rows {
 		if r.system == "NATS core" {
-			base = r.notesPerSec
+			base, baseCPU = r.notesPerSec, r.usPerNote
 		}
-		fmt.Printf("| %s | %.0f | %.0f | %.2f× | %.0f | %.1f | %.1f | %s | %s |\n", r.system, r.opsPerSec, r.notesPerSec, r.notesPerSec/base,
-			r.deliveredPerSec, r.p50, r.p99, r.complete, r.notes)
+		fmt.Printf("| %s | %.0f | %.0f | %.2f× | %.0f | %.1f | %.1f | %.1f | %.2f | %.2f× | %s | %s |\n", r.system, r.opsPerSec, r.notesPerSec, r.notesPerSec/base,
+			r.deliveredPerSec, r.p50, r.p99, r.cpu, r.usPerNote, r.usPerNote/baseCPU, r.complete, r.notes)
 	}
 	return nil
 }
@@ -144,15 +159,29 @@ func runNATS(bin string, ops []workload.Op) (row, error) {
 	if err := procs.WaitTCP(addr); err != nil {
 		return row{}, err
 	}
+	cpu0, _ := procs.CPUSeconds(cmd.Process.Pid)
 	rep, err := natspeer.Run(context.Background(), natspeer.Config{URL: url, Ops: ops, Conns: *conns, PubConns: *pubConns, Window: *window, Ahead: *ahead})
 	if err != nil {
 		return row{}, err
 	}
+	cpu1, err := procs.CPUSeconds(cmd.Process.Pid)
+	if err != nil {
+		return row{}, err
+	}
 	return row{system: "NATS core", opsPerSec: rep.OpsPerSec, notesPerSec: rep.NotesPerSec, deliveredPerSec: rep.NotesPerSec, p50: rep.LatencyMs[0], p99: rep.LatencyMs[1],
+		cpu: cpu1 - cpu0, usPerNote: perNote(cpu1-cpu0, rep.Notifications),
 		complete: "not checked (no past results, nothing stored)", notes: fmt.Sprintf("%d dropped as slow consumers", rep.Dropped)}, nil
 }
 
-func runBroker(bin, data, mode string, ops []workload.Op) (row, error) {
+// perNote is cpu seconds over n notifications, in µs.
+func perNote(cpu float64, n int64) float64 {
+	if n == 0 {
+		return 0
+	}
+	return cpu * 1e6 / float64(n)
+}
+
+func runBroker(bin, data, mode string, ops []workload.Op, prof string) (row, error) {
 	httpAddr, err := procs.FreeAddr()
 	if err != nil {
 		return row{}, err
@@ -161,8 +190,12 @@ func runBroker(bin, data, mode string, ops []workload.Op) (row, error) {
 	if err != nil {
 		return row{}, err
 	}
-	cmd := exec.Command(bin, "--data", data, "--http", httpAddr, "--nats-listen", natsAddr, "--durability", mode,
-		"--rate", "1e9", "--burst", "1000000000", "--max-subscriptions", strconv.Itoa(len(ops)), "--log-level", "warn")
+	args := []string{"--data", data, "--http", httpAddr, "--nats-listen", natsAddr, "--durability", mode,
+		"--rate", "1e9", "--burst", "1000000000", "--max-subscriptions", strconv.Itoa(len(ops)), "--log-level", "warn"}
+	if prof != "" {
+		args = append(args, "--pprof")
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return row{}, err
@@ -171,10 +204,28 @@ func runBroker(bin, data, mode string, ops []workload.Op) (row, error) {
 	if err := procs.WaitReady(httpAddr); err != nil {
 		return row{}, err
 	}
+	cpu0, _ := procs.CPUSeconds(cmd.Process.Pid)
+	profDone := make(chan error, 1)
+	stopProf := make(chan struct{})
+	if prof != "" {
+		go func() {
+			profDone <- fetchProfile("http://"+httpAddr+"/debug/pprof/profile?seconds=600", prof, stopProf)
+		}()
+	}
 	rep, err := loadgen.Run(context.Background(), loadgen.Config{WSURLs: []string{"ws://" + httpAddr + "/ws"}, MetricsURL: "http://" + httpAddr + "/metrics",
-		Ops: ops, Closed: true, Conns: *conns, PubConns: *pubConns, Window: *window, Ahead: *ahead, Seed: *seed})
+		Ops: ops, Closed: true, Conns: *conns, PubConns: *pubConns, Window: *window, Ahead: *ahead, Seed: *seed, Separate: *separate})
 	if err != nil {
 		return row{}, err
+	}
+	cpu1, err := procs.CPUSeconds(cmd.Process.Pid)
+	if err != nil {
+		return row{}, err
+	}
+	if prof != "" {
+		close(stopProf)
+		if err := <-profDone; err != nil {
+			fmt.Fprintln(os.Stderr, "peerbench: profile:", err)
+		}
 	}
 	c := rep.Completeness
 	complete := fmt.Sprintf("100%% of %d live + %d past", c.ExpectedLive, c.ExpectedPast)
@@ -187,5 +238,31 @@ func runBroker(bin, data, mode string, ops []workload.Op) (row, error) {
 	}
 	return row{system: "cellcast, " + mode, opsPerSec: rep.OpsPerSec, notesPerSec: rep.NotesPerSec,
 		deliveredPerSec: float64(rep.Notifications+rep.PastResults) / rep.Seconds, p50: rep.Latency.P50, p99: rep.Latency.P99,
+		cpu: cpu1 - cpu0, usPerNote: perNote(cpu1-cpu0, int64(rep.Notifications)),
 		complete: complete, notes: notes}, nil
+}
+
+// fetchProfile writes the broker's CPU profile in 5-second pieces,
+// path.1, path.2, … (go tool pprof merges them), until stop closes.
+func fetchProfile(url, path string, stop <-chan struct{}) error {
+	for i := 1; ; i++ {
+		select {
+		case <-stop:
+			return nil
+		default:
+		}
+		resp, err := http.Get(strings.Replace(url, "seconds=600", "seconds=5", 1))
+		if err != nil {
+			return err
+		}
+		f, err := os.Create(fmt.Sprintf("%s.%d", path, i))
+		if err == nil {
+			_, err = io.Copy(f, resp.Body)
+			f.Close()
+		}
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+	}
 }
