@@ -168,7 +168,12 @@ type Duration time.Duration
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	if len(b) > 0 && b[0] == '"' {
 		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
+		if plain := len(b) >= 2 && b[len(b)-1] == '"' && bytes.IndexByte(b[1:len(b)-1], '\\') < 0; plain {
+			// No escapes: the string is its bytes (the decoder checked
+			// it is a JSON string). encoding/json again for it cost 4% of
+			// the broker's CPU under a publication-heavy load.
+			s = string(b[1 : len(b)-1])
+		} else if err := json.Unmarshal(b, &s); err != nil {
 			return err
 		}
 		v, err := time.ParseDuration(s)
