@@ -56,6 +56,12 @@ func (h *Hub) Drain() {
 
 // dispatch hands res's notifications to the sinks. The dispatcher calls
 // it in stamp order.
+//
+// It works per sink, not per match: one pass over the matches under the
+// route lock looks each route up once and files its notification with
+// the others for the same sink (fanout), then each sink gets them in one
+// call (BatchSink.NotifyBatch: one queue lock for all of them) or, for a
+// plain Sink, one Notify each.
 func (h *Hub) dispatch(res *subscriptions.PublishResult) {
 	h.published.Add(1)
 	defer h.backlog.remove(res)
@@ -64,8 +70,8 @@ func (h *Hub) dispatch(res *subscriptions.PublishResult) {
 	}
 	p := &res.Pub
 	body := h.cfg.Encode(p)
-	var sent, unrouted, refused, skipped uint64
-	var n Notification // one for every Notify: no allocation per match
+	var unrouted, skipped uint64
+	f := &h.fan
 	h.mu.RLock()
 	h.keep(res, body)
 	for i := range res.Matches {
@@ -82,15 +88,13 @@ func (h *Hub) dispatch(res *subscriptions.PublishResult) {
 			r.hold(&Notification{Sid: r.sid, Uid: s.Uid, Seq: Seq(s.Ts, p), Pub: p, Body: body, Tag: r.tag})
 		case r.lagging:
 			skipped++
-		case r.sink.Notify(n.set(r, s.Uid, Seq(s.Ts, p), p, body)):
-			sent++
-			r.last = Seq(s.Ts, p)
 		default:
-			refused++
-			h.lag(r)
+			f.add(r, s.Uid, Seq(s.Ts, p), p, body)
 		}
 	}
+	sent, refused := f.deliver(h)
 	h.mu.RUnlock()
+	f.reset()
 	h.dispatched.Add(sent)
 	h.unrouted.Add(unrouted)
 	h.refused.Add(refused)

@@ -21,10 +21,12 @@
 // the store's clock before it reaches the store, so its stamp is above the
 // bound; a finished publication is dispatched only when no PUBLISH with a
 // lower bound below its stamp is still running; a dispatcher goroutine
-// then fans it out under the route lock's read side. Sinks only queue
-// (Sink.Notify does no I/O), so a fan-out holds up the operations that
-// change routes (attach, Expire, Unsubscribe) for its enqueues alone,
-// never for a slow socket. Publications do not wait for a running
+// then fans it out under the route lock's read side, a sink at a time: a
+// publication's matches are grouped by sink in one pass over the routes,
+// and a BatchSink takes its share in one call (fanout.go). Sinks only
+// queue (Sink.Notify and BatchSink.NotifyBatch do no I/O), so a fan-out
+// holds up the operations that change routes (attach, Expire,
+// Unsubscribe) for its enqueues alone, never for a slow socket. Publications do not wait for a running
 // SUBSCRIBE or RESUME, whose past results may take a while: the hub keeps
 // what it dispatched since the oldest of those began, and a new route
 // catches up from there when it attaches. The route holds its
@@ -46,7 +48,8 @@
 // up, recent dispatches), the
 // sequencer's mu and Hub.dmu (the dispatcher's queue) are never held
 // together. Under Hub.mu (read by the dispatcher, written by attach, open,
-// Expire, Detach and CatchUp) the hub calls Config.Encode and Sink.Notify:
+// Expire, Detach and CatchUp) the hub calls Config.Encode, Sink.Notify
+// and BatchSink.NotifyBatch:
 // both may take only locks of their own that they never hold while calling
 // the hub. Sink.Ended and the operations' answer callbacks run with no hub
 // lock held.

@@ -167,6 +167,9 @@ type Hub struct {
 	// The dispatcher adds under the read lock (it is the only writer
 	// then); everything else happens under the write lock.
 	lagging map[int64]*route
+	// fan is the dispatcher's own scratch space for grouping a
+	// publication's notifications by sink (fanout.go).
+	fan fanout
 
 	dispatched, unrouted, refused, published, skipped, catchUps, overloaded atomic.Uint64
 	backlog                                                                 backlog

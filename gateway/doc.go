@@ -17,7 +17,8 @@
 // it, with no lock held.
 //
 // Locks, outermost first: the delivery hub's route lock, held while the
-// hub calls wsConn.Notify and Locator.EncodePublication, then the leaves
+// hub calls wsConn.Notify, wsConn.NotifyBatch and
+// Locator.EncodePublication, then the leaves
 // sendQueue.mu and pubCache.mu. Gateway.mu, wsConn.mu and users.mu (the
 // per-user quotas, quota.go) are leaves too: nothing calls the service or
 // the hub while holding them.

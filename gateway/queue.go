@@ -1,6 +1,11 @@
 package gateway
 
-import "sync"
+import (
+	"slices"
+	"sync"
+
+	"github.com/seed84792017/cellcast/delivery"
+)
 
 // sendQueue is a connection's outbox: bounded in messages and in bytes,
 // and holding only what waits, so an idle connection costs nothing. No
@@ -50,6 +55,36 @@ func (q *sendQueue) push(f frame, room int) bool {
 	q.bytes += f.queued()
 	q.unlockAndWake()
 	return true
+}
+
+// pushNotes queues notifications of one publication, data its body in
+// the connection's encoding (binary: bin), as push would queue each at
+// roomNotification, under one lock: as many as fit, from the start. It
+// returns how many it took.
+func (q *sendQueue) pushNotes(ns []delivery.Notification, data []byte, bin bool) int {
+	q.mu.Lock()
+	k := min(len(ns), max(q.maxN*roomNotification-len(q.frames), 0))
+	switch free := q.maxBytes*roomNotification - q.bytes; {
+	case free < 0:
+		k = 0
+	case len(data) > 0:
+		k = min(k, free/len(data))
+	}
+	if k == 0 {
+		q.mu.Unlock()
+		return 0
+	}
+	if q.frames == nil {
+		q.frames = getFrames()
+	}
+	q.frames = slices.Grow(q.frames, k)
+	for i := range ns[:k] {
+		n := &ns[i]
+		q.frames = append(q.frames, frame{data: data, bin: bin, sid: n.Sid, seq: n.Seq, tp: n.Pub.Tp, replayed: n.Replayed})
+	}
+	q.bytes += k * len(data)
+	q.unlockAndWake()
+	return k
 }
 
 // pushAll queues every frame of fs, in order, or none of them if they

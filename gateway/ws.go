@@ -283,6 +283,33 @@ func (c *wsConn) Notify(n *delivery.Notification) bool {
 	return false
 }
 
+// NotifyBatch implements delivery.BatchSink: a publication's
+// notifications to this connection's subscriptions, queued under one lock,
+// its body rendered in the connection's encoding once. What does not fit
+// is refused as Notify refuses it.
+func (c *wsConn) NotifyBatch(ns []delivery.Notification) int {
+	if len(ns) == 0 {
+		return 0
+	}
+	select {
+	case <-c.closed:
+		return 0
+	default:
+	}
+	data, bin := ns[0].Body, false
+	if c.bin {
+		data, bin = c.g.loc.EncodePublicationCBOR(ns[0].Pub), true
+	}
+	k := c.q.pushNotes(ns, data, bin)
+	if k < len(ns) {
+		if c.g.metrics != nil {
+			c.g.metrics.QueueDrops.Add(float64(len(ns) - k))
+		}
+		c.lagged.Store(true)
+	}
+	return k
+}
+
 // dataFrame is the frame of a JSON reply in the connection's encoding.
 func (c *wsConn) dataFrame(b []byte) frame {
 	if !c.bin {
