@@ -17,7 +17,12 @@
 // cluster of three nats-server processes (docs/cluster.md), and a kill
 // takes a broker alone, so no raft group loses its leader.
 //
+// With -rolling it instead restarts the three nodes one after another
+// with SIGTERM, adds a fourth and a fifth, and kills one, each phase under
+// the load generator, whose oracle checks it (rolling.go).
+//
 //	go run ./bench/cmd/failover [-broker BIN] [-rounds 6] [-load-ops 6000 -load-rate 300] [-external-nats [-nats-server BIN]]
+//	go run ./bench/cmd/failover -rolling [-load-rate 300] [-step 12s] [-no-kill]
 package main
 
 import (
@@ -45,8 +50,17 @@ func main() {
 	rate := flag.Float64("load-rate", 300, "operations per second of that run")
 	external := flag.Bool("external-nats", false, "run the brokers on a cluster of three nats-server processes instead of embedded servers")
 	natsBin := flag.String("nats-server", "", "nats-server binary for -external-nats (default: .tools/nats-server or $PATH)")
+	rolling := flag.Bool("rolling", false, "instead: restart the three nodes one after another, add two, and kill one, under load (rolling.go)")
+	stepSpan := flag.Duration("step", 12*time.Second, "with -rolling: the share of a phase's run each step is given")
+	noKill := flag.Bool("no-kill", false, "with -rolling: no kill phase")
 	flag.Parse()
-	if err := run(*bin, *rounds, *keep, *ops, *rate, *external, *natsBin); err != nil {
+	var err error
+	if *rolling {
+		err = rollingRun(*bin, *keep, *rate, *stepSpan, !*noKill)
+	} else {
+		err = run(*bin, *rounds, *keep, *ops, *rate, *external, *natsBin)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "failover:", err)
 		os.Exit(1)
 	}
