@@ -1,6 +1,9 @@
 // Bundles the page into ../static (app.js, app.css) with esbuild: same
-// sources and lock file, same bytes. Run by `make demo-ui`.
+// sources and lock file, same bytes. Run by `make demo-ui`. The page's
+// client is the repository's JavaScript client (clients/js, docs/clients.md),
+// imported as "cellcast" and bundled from its source.
 import { build } from "esbuild";
+import { fileURLToPath } from "node:url";
 
 await build({
   entryPoints: ["src/main.js"],
@@ -12,5 +15,6 @@ await build({
   entryNames: "app",
   loader: { ".png": "dataurl", ".svg": "dataurl" },
   legalComments: "eof",
+  alias: { cellcast: fileURLToPath(new URL("../../clients/js/src/cellcast.js", import.meta.url)) },
   logLevel: "info",
 });

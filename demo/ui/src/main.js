@@ -4,7 +4,7 @@
 import "leaflet/dist/leaflet.css";
 import "uplot/dist/uPlot.min.css";
 import "./style.css";
-import { Cellcast, wsURL } from "./cellcast.js";
+import { Cellcast, wsURL } from "cellcast"; // clients/js (docs/clients.md), bundled by build.mjs
 import { Cells } from "./cells.js";
 import { placeOf, regularPolygon } from "./geo.js";
 import { CITIES, DemoMap } from "./map.js";
@@ -47,11 +47,15 @@ async function main() {
   const { conn, token } = await connect();
   const open = !token; // open mode: requests name their uid
   const as = (uid) => (open ? { uid } : {});
-  document.body.dataset.ws = "open";
-  conn.onclose = () => {
-    document.body.dataset.ws = "closed";
-    $("#status").textContent = "disconnected: reload the page";
-  };
+  // A drop is not the end: the client dials again and resumes every
+  // subscription from the last notification it received.
+  const ws = (state) => (document.body.dataset.ws = state);
+  ws("open");
+  conn.on("disconnect", () => {
+    ws("reconnecting");
+    $("#status").textContent = "disconnected: reconnecting…";
+  });
+  conn.on("reconnect", () => ws("open"));
 
   // Every incident on Earth: one subscription on each face of the grid
   // (the broker hands each one what lies in or reaches its face), with
@@ -60,7 +64,11 @@ async function main() {
   const watch = async () => {
     const rs = await Promise.all(FACES.map((cell) => conn.subscribe({ ...as("watch-" + tag), cell, past: "30m", future: "10m", self_join: true }, (p) => incidents.add(p))));
     rs.forEach((r) => r.results.forEach((p) => incidents.add(p)));
-    setTimeout(() => watch().then(() => rs.forEach((r) => conn.unsubscribe(r.sid))), 9.5 * 60_000);
+    // Renewed before the window ends, then the old ones cancelled (one the
+    // broker dropped already rejects: nothing to cancel); a renewal that
+    // fails (a drop mid-request) is tried again.
+    const renew = () => watch().then(() => rs.forEach((r) => conn.unsubscribe(r).catch(() => {})), () => setTimeout(renew, 5000));
+    setTimeout(renew, 9.5 * 60_000);
   };
   await watch();
 
@@ -164,7 +172,7 @@ async function main() {
     incidents.tick(now);
     panel.expire(now);
     charts.poll();
-    $("#status").textContent = `${sim.users.length} users · ${incidents.size} incidents · ${frames.length} fps · grid level ${dm.grid.level ?? "—"}`;
+    $("#status").textContent = `${document.body.dataset.ws === "open" ? "" : "reconnecting… · "}${sim.users.length} users · ${incidents.size} incidents · ${frames.length} fps · grid level ${dm.grid.level ?? "—"}`;
     $("#repeats").textContent = panel.repeats ? `${panel.repeats} repeat(s) from the broker not shown again` : "";
   }, 1000);
 

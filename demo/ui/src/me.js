@@ -34,14 +34,18 @@ export class Me {
     // A cancelled subscription's late notifications were about where I was.
     const r = await this.conn.subscribe({ ...this.body, lat, lng, radius_m: radiusM, past, future, self_join: true }, (p) => sub.cancelled || this.panel.show(p, here, true));
     sub.sid = r.sid;
+    sub.r = r; // the client's Subscription
     const old = this.current;
     if (old) old.cancelled = true;
     this.panel.moved(here, radiusM);
     r.results.forEach((p) => this.panel.show(p, here, false));
     Object.assign(this, { lat, lng, radiusM, current: sub, sid: r.sid, cell: r.cell, cover: r.cover ?? [r.cell], moves: this.moves + 1, past: r.results.length });
-    if (old) this.conn.unsubscribe(old.sid);
+    // One the broker dropped already (its window over) rejects: nothing to cancel.
+    if (old) this.conn.unsubscribe(old.r).catch(() => {});
     clearTimeout(this.renew);
-    this.renew = setTimeout(() => this.at(lat, lng, opts), Math.max(5_000, Date.parse(r.expires_at) - Date.now() - 5_000));
+    // A renewal that fails (a drop mid-request) is tried again.
+    const renew = (ms) => (this.renew = setTimeout(() => this.at(lat, lng, opts).catch(() => renew(5_000)), ms));
+    renew(Math.max(5_000, Date.parse(r.expires_at) - Date.now() - 5_000));
     this.draw();
     return r;
   }

@@ -8,7 +8,7 @@
 // start or a step in the sea is drawn again (land.js). Users are spread
 // over a few connections so that none passes the broker's per-connection
 // rate or subscription limits.
-import { Cellcast } from "./cellcast.js";
+import { Cellcast } from "cellcast";
 import { destination, distanceM } from "./geo.js";
 
 const STEP_M = 300; // bench/workload's default step
@@ -65,13 +65,13 @@ export class Simulation {
     while (this.users.length > n) {
       const u = this.users.pop();
       u.gone = true;
-      if (u.sid) (await u.conn).unsubscribe(u.sid);
+      if (u.sub) (await u.conn).unsubscribe(u.sub).catch(() => {}); // gone already: fine
     }
     const now = performance.now();
     while (this.users.length < n) {
       const i = this.users.length;
       const [lat, lng] = this.start();
-      const u = { i, lat, lng, home: { lat, lng }, ground: this.land.find(lat, lng), centre: null, sid: null, busy: false, renewAt: 0, flash: -1e9, next: now + Math.random() * 2000, conn: this.conn(Math.floor(i / PER_CONN)) };
+      const u = { i, lat, lng, home: { lat, lng }, ground: this.land.find(lat, lng), centre: null, sub: null, sid: null, busy: false, renewAt: 0, flash: -1e9, next: now + Math.random() * 2000, conn: this.conn(Math.floor(i / PER_CONN)) };
       this.users.push(u);
       this.resubscribe(u);
     }
@@ -111,10 +111,11 @@ export class Simulation {
         u.flash = performance.now();
         this.notified++;
       });
-      const old = u.sid;
-      u.sid = r.sid, u.centre = centre, u.renewAt = performance.now() + (FUTURE_S - 3) * 1000;
-      if (old) c.unsubscribe(old);
-      if (u.gone) c.unsubscribe(u.sid);
+      const old = u.sub;
+      u.sub = r, u.sid = r.sid, u.centre = centre, u.renewAt = performance.now() + (FUTURE_S - 3) * 1000;
+      // A subscription the broker dropped already (its window over) rejects: nothing to cancel.
+      if (old) c.unsubscribe(old).catch(() => {});
+      if (u.gone) c.unsubscribe(r).catch(() => {});
     } catch {
       u.renewAt = 0; // overloaded or closed: try again on the next step
     } finally {
