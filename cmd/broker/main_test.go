@@ -170,3 +170,23 @@ func flagText(v any) string {
 	}
 	panic(fmt.Sprintf("no flag takes a TOML %T", v))
 }
+
+// TestOpenRoutesBeyondLoopbackRefused: a cluster node whose route listener
+// others can reach does not start without the route password and TLS, and
+// says which flags it needs.
+func TestOpenRoutesBeyondLoopbackRefused(t *testing.T) {
+	code, _, errOut := runBroker("--data", t.TempDir(), "--http", "127.0.0.1:0", "--nats-listen", "127.0.0.1:0",
+		"--cluster-node", "n1", "--cluster-listen", "0.0.0.0:0", "--auth-tokens", writeTokens(t))
+	if code != 1 || !strings.Contains(errOut, "--cluster-password-file") || !strings.Contains(errOut, "--cluster-tls-ca") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+func writeTokens(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(p, []byte("0123456789abcdef0123456789abcdef alice\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
