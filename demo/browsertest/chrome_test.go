@@ -232,7 +232,13 @@ func openPage(t *testing.T, b *broker.Broker) (context.Context, *watcher) {
 // WebSocket as any client would.
 func publish(t *testing.T, b *broker.Broker, req map[string]any) map[string]any {
 	t.Helper()
-	ws, _, err := websocket.DefaultDialer.Dial("ws://"+b.HTTPAddr()+"/ws", nil)
+	return publishTo(t, b.HTTPAddr(), req)
+}
+
+// publishTo publishes to the broker at addr (host:port of its HTTP API).
+func publishTo(t *testing.T, addr string, req map[string]any) map[string]any {
+	t.Helper()
+	ws, _, err := websocket.DefaultDialer.Dial("ws://"+addr+"/ws", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

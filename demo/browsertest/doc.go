@@ -5,7 +5,10 @@
 // their haversine distances, in New York and in Paris; a zone is drawn as
 // its polygon and a click on it says what, who and how long. Untouched,
 // the page shows its own random incidents within 10 s, a click on one
-// reads its description, and the simulated users stay on land. With
+// reads its description, and the simulated users stay on land. The JS
+// client's example page (clients/js/examples/alerts.html) shows an alert
+// published near the position Chromium reports, and another after the
+// broker is killed and restarted under it. With
 // -demo.perf it measures frames per second, load time and heap
 // (docs/demo.md).
 //
