@@ -346,19 +346,6 @@ func (c *wsConn) catchUp() {
 	}()
 }
 
-func (c *wsConn) enqueue(f frame, room int) bool {
-	select {
-	case <-c.closed:
-		return false
-	default:
-	}
-	if c.q.push(f, room) {
-		return true
-	}
-	c.cut(closeSlow, "send_queue_full", "not reading: send queue full; reconnect and resume")
-	return false
-}
-
 // cut closes a client that stopped reading, with a close frame when the
 // stream allows one, a log line and a metric by reason.
 func (c *wsConn) cut(code int, why, reason string) {
