@@ -230,3 +230,42 @@ func TestAlertsExampleInChromium(t *testing.T) {
 	}
 	w.check(t)
 }
+
+// TestDemoSurvivesRestart: the demo page runs on the JS client, which
+// reconnects and resumes. "Me" at Times Square lists an alert; the broker
+// is killed (SIGKILL) and started again on its data directory and
+// address; the page says it is reconnecting, then is back, and an alert
+// published then reaches "My alerts" and the map's watch, the first one
+// not listed twice.
+func TestDemoSurvivesRestart(t *testing.T) {
+	b := startBrokerProc(t)
+	ctx, w := openPageAt(t, b.http)
+	do(t, ctx, `demo.setRate(0), demo.setUsers(10), demo.map.setView([40.758, -73.9855], 14, { animate: false })`)
+	do(t, ctx, `demo.setMe(40.758, -73.9855)`)
+	poll(t, ctx, `demo.me.moves === 1`, 5*time.Second)
+	pub := func(deg, m float64, desc string) string {
+		p := destination(timesSquare, deg, m)
+		rep := publishTo(t, b.http, map[string]any{"uid": "outsider", "lat": p.Lat, "lng": p.Lng, "radius_m": 100.0, "expires": "2m", "desc": desc, "attrs": map[string]string{"category": "accident"}})
+		return rep["pid"].(string)
+	}
+	first := pub(0, 500, "before the restart")
+	poll(t, ctx, listed(first)+` === 1`, 2*time.Second)
+
+	b.kill()
+	poll(t, ctx, `document.body.dataset.ws === "reconnecting" && document.querySelector("#status").textContent.startsWith("reconnecting")`, 10*time.Second)
+	time.Sleep(500 * time.Millisecond)
+	b.start()
+	second := pub(180, 500, "after the restart")
+	poll(t, ctx, `document.body.dataset.ws === "open"`, 20*time.Second)
+	poll(t, ctx, listed(second)+` === 1 && demo.incidents.byPid.has(`+fmt.Sprintf("%q", second)+`)`, 10*time.Second)
+	if n := eval[int](t, ctx, listed(first)); n != 1 {
+		t.Errorf("the alert from before the restart is listed %d times", n)
+	}
+	if n := eval[int](t, ctx, `demo.panel.repeats`); n != 0 {
+		t.Errorf("%d repeats from the broker", n)
+	}
+	// The page publishes again.
+	do(t, ctx, `demo.publishAt(40.75, -73.99).then((r) => (demo.published = r))`)
+	poll(t, ctx, `demo.published?.pid && demo.incidents.byPid.has(demo.published.pid)`, 5*time.Second)
+	w.check(t)
+}

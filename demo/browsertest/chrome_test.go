@@ -218,10 +218,16 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 // WebSocket is open.
 func openPage(t *testing.T, b *broker.Broker) (context.Context, *watcher) {
 	t.Helper()
+	return openPageAt(t, b.HTTPAddr())
+}
+
+// openPageAt opens the demo of the broker at addr (host:port).
+func openPageAt(t *testing.T, addr string) (context.Context, *watcher) {
+	t.Helper()
 	ctx := browser(t)
 	w := &watcher{}
 	w.listen(t, ctx)
-	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+b.HTTPAddr()+"/")); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+addr+"/")); err != nil {
 		t.Fatal(err)
 	}
 	poll(t, ctx, `document.body.dataset.ready === "1" && document.body.dataset.ws === "open"`, 20*time.Second)
