@@ -2,7 +2,6 @@ package lsm
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"time"
 
@@ -10,16 +9,15 @@ import (
 )
 
 // compaction is one job: inputs at level and at out, outputs at out. out is
-// level+1, or level itself when a manual compaction rewrites the last level
-// to drop what the filter now rejects.
+// the next level with data below level (the base level for L0), or level
+// itself when a manual compaction rewrites the last level to drop what the
+// filter now rejects.
 type compaction struct {
 	level   int
 	out     int
 	inputs  [2][]*manifest.FileMetadata
 	grand   []*manifest.FileMetadata // overlapping files at level+2
 	version *manifest.Version
-	// manual compactions name their range and always rewrite (no move).
-	manual bool
 }
 
 func (c *compaction) outputLevel() int { return c.out }
@@ -66,38 +64,44 @@ func (d *DB) compactLoop() {
 
 // levelScores rates how overdue each level is: L0 by file count, deeper
 // levels by size against their target. The last level is never a source.
-func (d *DB) levelScores(v *manifest.Version) (best int, score float64) {
+func (d *DB) levelScores(v *manifest.Version) (best int, score float64, t levelTargets) {
+	t = d.opts.levelTargets(v)
 	best, score = -1, 0
 	s := float64(v.NumFiles(0)) / float64(d.opts.L0CompactionThreshold)
+	if s < 1 && d.l0SeeksDue(v) {
+		s = 1
+	}
 	if s > score {
 		best, score = 0, s
 	}
 	for lvl := 1; lvl < manifest.NumLevels-1; lvl++ {
-		s := float64(v.LevelSize(lvl)) / float64(d.opts.maxBytesForLevel(lvl))
+		s := float64(v.LevelSize(lvl)) / t.max[lvl]
 		if s > score {
 			best, score = lvl, s
 		}
 	}
-	return best, score
+	return best, score, t
 }
 
 func (d *DB) compactionDueLocked() bool {
-	_, score := d.levelScores(d.vs.current)
+	_, score, _ := d.levelScores(d.vs.current)
 	return score >= 1
 }
 
 // pickCompactionLocked chooses the most overdue level and a file in it: for
-// L0 the oldest file grown to every overlapping L0 file; deeper, the first
-// file after the level's compaction pointer, round robin through the keys.
+// L0 the oldest file grown to every overlapping L0 file, into the base
+// level; deeper, the first file after the level's compaction pointer, round
+// robin through the keys, into the level below.
 func (d *DB) pickCompactionLocked() *compaction {
 	v := d.vs.current
-	level, score := d.levelScores(v)
+	level, score, t := d.levelScores(v)
 	if score < 1 {
 		return nil
 	}
 	c := &compaction{level: level, out: level + 1, version: v}
 	files := v.Levels[level]
 	if level == 0 {
+		c.out = t.base
 		f := files[0]
 		c.inputs[0] = v.Overlapping(0, f.Smallest.UserKey, f.Largest.UserKey)
 	} else {
@@ -134,7 +138,7 @@ func (d *DB) runCompaction(c *compaction) error {
 	defer func() { d.deleteObsolete(c.version.Unref()) }()
 	start := time.Now()
 	maxGrand := uint64(10 * d.opts.TargetFileSize)
-	if !c.manual && len(c.inputs[0]) == 1 && len(c.inputs[1]) == 0 && sumSize(c.grand) <= maxGrand {
+	if c.out != c.level && len(c.inputs[0]) == 1 && len(c.inputs[1]) == 0 && sumSize(c.grand) <= maxGrand {
 		// Trivial move: nothing to merge with, just relink the file.
 		f := c.inputs[0][0]
 		edit := &manifest.VersionEdit{
@@ -145,6 +149,9 @@ func (d *DB) runCompaction(c *compaction) error {
 		defer d.mu.Unlock()
 		if err := d.logAndApply(edit); err != nil {
 			return err
+		}
+		if c.level == 0 {
+			d.resetL0Seeks()
 		}
 		d.compactPtr[c.level] = append([]byte(nil), f.Largest.UserKey...)
 		d.updateReadStateLocked()
@@ -220,6 +227,9 @@ func (d *DB) runCompaction(c *compaction) error {
 			d.mu.Unlock()
 			return err
 		}
+		if c.level == 0 {
+			d.resetL0Seeks()
+		}
 		if _, hi := manifest.KeyRange(c.inputs[0]); hi != nil {
 			d.compactPtr[c.level] = append([]byte(nil), hi...)
 		}
@@ -277,75 +287,4 @@ func baseLevelChecker(v *manifest.Version, from int) func([]byte) bool {
 		}
 		return true
 	}
-}
-
-// Flush writes the memtable to L0 and waits until every memtable that held
-// data when Flush was called is on disk.
-func (d *DB) Flush() error {
-	if err := d.commit(&writer{force: true}); err != nil {
-		return err
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for len(d.imm) > 0 {
-		if d.bgErr != nil {
-			return fmt.Errorf("%w: %w", ErrWritesRefused, d.bgErr)
-		}
-		if d.closed {
-			return ErrClosed
-		}
-		d.bgCond.Wait()
-	}
-	return nil
-}
-
-// Compact flushes, then compacts every level's files that overlap [start,
-// end] (inclusive; nil bounds are open) down to the deepest level holding
-// data and finally rewrites that level, so the range ends in one level with
-// merged lists and everything the compaction filter rejects dropped.
-func (d *DB) Compact(ctx context.Context, start, end []byte) error {
-	if err := d.Flush(); err != nil {
-		return err
-	}
-	d.compactMu.Lock()
-	defer d.compactMu.Unlock()
-	d.mu.Lock()
-	last := 0
-	for lvl := 1; lvl < manifest.NumLevels; lvl++ {
-		if d.vs.current.NumFiles(lvl) > 0 {
-			last = lvl
-		}
-	}
-	d.mu.Unlock()
-	if last == 0 {
-		last = 1
-	}
-	for lvl := 0; lvl <= last; lvl++ {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		d.mu.Lock()
-		if d.bgErr != nil {
-			err := d.bgErr
-			d.mu.Unlock()
-			return fmt.Errorf("%w: %w", ErrWritesRefused, err)
-		}
-		v := d.vs.current
-		c := &compaction{level: lvl, out: min(lvl+1, last), version: v, manual: true}
-		c.inputs[0] = v.Overlapping(lvl, start, end)
-		if len(c.inputs[0]) == 0 {
-			d.mu.Unlock()
-			continue
-		}
-		d.setupCompaction(c)
-		v.Ref()
-		d.mu.Unlock()
-		if err := d.runCompaction(c); err != nil {
-			d.mu.Lock()
-			d.setBgErrLocked(fmt.Errorf("compaction: %w", err))
-			d.mu.Unlock()
-			return err
-		}
-	}
-	return nil
 }

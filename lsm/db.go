@@ -38,6 +38,8 @@ type readState struct {
 	mems    []*memTable
 	version *manifest.Version
 	refs    atomic.Int32
+	// l0SeekBudget: see seek_compaction.go.
+	l0SeekBudget int64
 }
 
 // flushedSeq is the first sequence number not yet in rs's tables: every
@@ -83,6 +85,11 @@ type DB struct {
 
 	rsMu      sync.RWMutex
 	readState *readState
+
+	// l0Seeks counts L0 tables positioned by iterator seeks since L0 was
+	// last compacted; l0SeekWake is set once they woke the compactor.
+	l0Seeks    atomic.Int64
+	l0SeekWake atomic.Bool
 
 	compactMu  sync.Mutex // held while a compaction runs
 	manifestMu sync.Mutex // held while the manifest is written
@@ -402,7 +409,7 @@ func (d *DB) updateReadStateLocked() {
 		mems = append(mems, d.imm[i])
 	}
 	d.vs.current.Ref()
-	rs := &readState{d: d, mems: mems, version: d.vs.current}
+	rs := &readState{d: d, mems: mems, version: d.vs.current, l0SeekBudget: d.l0SeekBudget(d.vs.current)}
 	rs.refs.Store(1)
 	d.rsMu.Lock()
 	old := d.readState

@@ -64,6 +64,7 @@ func (d *DB) newIter(o *IterOptions, seq uint64) (*Iterator, error) {
 
 // First moves to the first key at or after the lower bound.
 func (it *Iterator) First() bool {
+	it.d.noteL0Seeks(it.rs)
 	if it.lower != nil {
 		it.iter.SeekGE(it.lower)
 	} else {
@@ -77,6 +78,7 @@ func (it *Iterator) SeekGE(key []byte) bool {
 	if it.lower != nil && bytes.Compare(key, it.lower) < 0 {
 		key = it.lower
 	}
+	it.d.noteL0Seeks(it.rs)
 	it.iter.SeekGE(key)
 	return it.findNext()
 }

@@ -109,12 +109,15 @@ type Options struct {
 	// due. Default 4.
 	L0CompactionThreshold int
 	// L0SlowdownWritesThreshold delays each write by 1ms once L0 has this
-	// many files. Default 8.
+	// many files. Default 12, the stop threshold: like Pebble, writes run at
+	// full speed until they must stall (an L0 compaction into a 64 MiB base
+	// level takes long enough for early delays to cost more than they buy).
 	L0SlowdownWritesThreshold int
 	// L0StopWritesThreshold stalls writes at this many L0 files. Default 12.
 	L0StopWritesThreshold int
-	// LBaseMaxBytes is L1's target size; each deeper level is
-	// LevelMultiplier times larger. Default 10 MiB.
+	// LBaseMaxBytes is the base level's target size: the level L0
+	// compacts into, the highest one with data (see levelTargets). Each
+	// deeper level is about LevelMultiplier times larger. Default 64 MiB.
 	LBaseMaxBytes int64
 	// LevelMultiplier is the size ratio between levels. Default 10.
 	LevelMultiplier int
@@ -183,9 +186,9 @@ func (o *Options) withDefaults() *Options {
 	setDefault64(&out.MemTableSize, 4<<20)
 	setDefault(&out.MemTableStopWritesThreshold, 2)
 	setDefault(&out.L0CompactionThreshold, 4)
-	setDefault(&out.L0SlowdownWritesThreshold, 8)
+	setDefault(&out.L0SlowdownWritesThreshold, 12)
 	setDefault(&out.L0StopWritesThreshold, 12)
-	setDefault64(&out.LBaseMaxBytes, 10<<20)
+	setDefault64(&out.LBaseMaxBytes, 64<<20)
 	setDefault(&out.LevelMultiplier, 10)
 	setDefault64(&out.TargetFileSize, 2<<20)
 	setDefault(&out.BlockSize, 4<<10)
@@ -220,14 +223,6 @@ func (o *Options) validate() error {
 		return fmt.Errorf("%w: Merger needs a Name and a Merge function", ErrInvalidOptions)
 	}
 	return nil
-}
-
-func (o *Options) maxBytesForLevel(level int) int64 {
-	n := o.LBaseMaxBytes
-	for l := 1; l < level; l++ {
-		n *= int64(o.LevelMultiplier)
-	}
-	return n
 }
 
 func (o *Options) writerOptions() sstable.WriterOptions {

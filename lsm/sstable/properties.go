@@ -11,7 +11,10 @@ import (
 
 // Properties describe a table. They are written once, in the properties block.
 type Properties struct {
-	NumEntries    uint64
+	NumEntries uint64
+	// NumKeys counts distinct user keys; 0 in tables written before it
+	// was recorded.
+	NumKeys       uint64
 	NumDeletions  uint64
 	NumMerges     uint64
 	NumDataBlocks uint64
@@ -34,6 +37,7 @@ const userPrefix = "user."
 func (p *Properties) fields() map[string]*uint64 {
 	return map[string]*uint64{
 		"cellcast.num.entries":     &p.NumEntries,
+		"cellcast.num.keys":        &p.NumKeys,
 		"cellcast.num.deletions":   &p.NumDeletions,
 		"cellcast.num.merges":      &p.NumMerges,
 		"cellcast.num.data.blocks": &p.NumDataBlocks,

@@ -84,6 +84,7 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 		w.smallest = key.Clone()
 	}
 	if !w.hasLast || !bytes.Equal(userKeyOf(w.lastKey), key.UserKey) {
+		w.props.NumKeys++
 		w.addFilterKey(key.UserKey)
 		if w.opts.FilterPrefixes != nil {
 			w.opts.FilterPrefixes(key.UserKey, w.addFilterPrefix)
