@@ -2,7 +2,6 @@ package lsm
 
 import (
 	"bytes"
-	"container/heap"
 	"sort"
 
 	"github.com/seed84792017/cellcast/lsm/internal/base"
@@ -157,82 +156,6 @@ func (l *levelIter) Key() base.InternalKey        { return l.cur.Key() }
 func (l *levelIter) Value() []byte                { return l.cur.Value() }
 func (l *levelIter) Error() error                 { return l.err }
 func (l *levelIter) Close() error                 { l.closeCur(); return nil }
-
-// mergingIter merges children with a min-heap on internal keys.
-type mergingIter struct {
-	iters []internalIterator
-	h     iterHeap
-	err   error
-}
-
-type iterHeap []internalIterator
-
-func (h iterHeap) Len() int           { return len(h) }
-func (h iterHeap) Less(i, j int) bool { return base.Compare(h[i].Key(), h[j].Key()) < 0 }
-func (h iterHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *iterHeap) Push(x any)        { *h = append(*h, x.(internalIterator)) }
-func (h *iterHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
-func newMergingIter(iters []internalIterator) *mergingIter {
-	return &mergingIter{iters: iters, h: make(iterHeap, 0, len(iters))}
-}
-
-func (m *mergingIter) init() {
-	m.h = m.h[:0]
-	m.err = nil
-	for _, it := range m.iters {
-		if it.Valid() {
-			m.h = append(m.h, it)
-		} else if err := it.Error(); err != nil {
-			m.err = err
-		}
-	}
-	heap.Init(&m.h)
-}
-
-func (m *mergingIter) First() {
-	for _, it := range m.iters {
-		it.First()
-	}
-	m.init()
-}
-
-func (m *mergingIter) SeekGE(userKey []byte) {
-	for _, it := range m.iters {
-		it.SeekGE(userKey)
-	}
-	m.init()
-}
-
-func (m *mergingIter) Next() {
-	top := m.h[0]
-	top.Next()
-	if top.Valid() {
-		heap.Fix(&m.h, 0)
-		return
-	}
-	if err := top.Error(); err != nil {
-		m.err = err
-	}
-	heap.Pop(&m.h)
-}
-
-func (m *mergingIter) Valid() bool           { return m.err == nil && len(m.h) > 0 }
-func (m *mergingIter) Key() base.InternalKey { return m.h[0].Key() }
-func (m *mergingIter) Value() []byte         { return m.h[0].Value() }
-func (m *mergingIter) Error() error          { return m.err }
-
-func (m *mergingIter) Close() error {
-	for _, it := range m.iters {
-		it.Close()
-	}
-	return nil
-}
 
 // newInternalIters builds one iterator per component of rs, newest first.
 func (d *DB) newInternalIters(rs *readState, filters []sstable.BlockPropertyFilter, skipMems bool) ([]internalIterator, error) {

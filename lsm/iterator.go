@@ -185,7 +185,7 @@ func (it *Iterator) MayBeShadowed() (bool, error) {
 		return true, nil // a merged value: which fragments were skipped is not tracked
 	}
 	cur := it.iter.Key()
-	own, _ := it.iter.h[0].(interface{ file() *manifest.FileMetadata })
+	own, _ := it.iter.top().(interface{ file() *manifest.FileMetadata })
 	if own == nil {
 		return false, nil // a memtable entry: every newer memtable was read
 	}

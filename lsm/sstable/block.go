@@ -109,14 +109,22 @@ func (it *blockIter) decodeAt(off int) bool {
 		return false
 	}
 	p := it.data[off:it.restarts]
-	shared, n1 := binary.Uvarint(p)
-	unshared, n2 := readUvarint(p, n1)
-	vlen, n3 := readUvarint(p, n1+n2)
-	if n1 <= 0 || n2 <= 0 || n3 <= 0 {
-		it.corrupt("bad entry header at %d", off)
-		return false
+	var shared, unshared, vlen uint64
+	var h int
+	if len(p) >= 3 && (p[0]|p[1]|p[2])&0x80 == 0 {
+		// The usual header: three one-byte varints.
+		shared, unshared, vlen, h = uint64(p[0]), uint64(p[1]), uint64(p[2]), 3
+	} else {
+		var n1, n2, n3 int
+		shared, n1 = binary.Uvarint(p)
+		unshared, n2 = readUvarint(p, n1)
+		vlen, n3 = readUvarint(p, n1+n2)
+		if n1 <= 0 || n2 <= 0 || n3 <= 0 {
+			it.corrupt("bad entry header at %d", off)
+			return false
+		}
+		h = n1 + n2 + n3
 	}
-	h := n1 + n2 + n3
 	if shared > uint64(len(it.key)) || unshared > uint64(len(p)-h) || vlen > uint64(len(p)-h)-unshared {
 		it.corrupt("entry at %d overruns the block", off)
 		return false
