@@ -6,6 +6,17 @@
 //	go run ./bench/cmd/peerbench                 # 10k users, 3:1, 16 in flight
 //	go run ./bench/cmd/peerbench -ratio 0.333    # publication-heavy
 //
+// Issue 38's workload (docs/broker-benchmarks.md, "In step with NATS
+// core"): 4 subscriber connections, durable, 1:3 and 3:1, about 30 s:
+//
+//	go run ./bench/cmd/peerbench -broker /tmp/broker -conns 4 -ratio 0.333 -ops 300000 -durability sync
+//	go run ./bench/cmd/peerbench -broker /tmp/broker -conns 4 -ratio 3 -ops 300000 -durability sync
+//
+// Each row gives the server process's CPU seconds over its run and its
+// CPU µs per notification delivered; -separate has Cellcast's subscribers
+// ask for one frame per notification, -cpuprofile saves the broker's
+// profile.
+//
 // The workload is bench/workload's s2 space, as cmd/loadgen's: S2 cells
 // over New York from -min-level (10, about 10 km) to -level (16, about
 // 150 m), which replace the quad tree's -depth. On NATS a cell is a
