@@ -76,6 +76,9 @@ type Config struct {
 	// Now is the clock expiry is judged by (nil: the wall clock in ns).
 	Now func() int64
 	Log *slog.Logger
+	// janitorEvery is how often expired rows are deleted (0: every
+	// second); a test that counts deletions sets it past its own length.
+	janitorEvery time.Duration
 }
 
 // Catalog is the publications' attribute table. It is safe for
@@ -143,7 +146,11 @@ func Open(dir string, cfg Config) (*Catalog, error) {
 		return nil, err
 	}
 	c.t = t
-	go c.janitor()
+	every := cfg.janitorEvery
+	if every == 0 {
+		every = time.Second
+	}
+	go c.janitor(every)
 	return c, nil
 }
 
@@ -351,12 +358,10 @@ func publication(r secondary.Row) (subscriptions.Publication, error) {
 	return p, nil
 }
 
-// janitorEvery is how often expired publications are deleted.
-const janitorEvery = time.Second
-
-func (c *Catalog) janitor() {
+// janitor deletes expired publications every so often.
+func (c *Catalog) janitor(every time.Duration) {
 	defer close(c.done)
-	t := time.NewTicker(janitorEvery)
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
