@@ -71,19 +71,13 @@ func (n *Node) tick(ctx context.Context, acquire bool) {
 		}
 	}()
 	mine := n.renew(ctx)
-	alive := 1 // this node
-	n.mu.Lock()
-	for id, at := range n.heard {
-		if id != n.cfg.ID && time.Since(at) < n.cfg.LeaseTTL {
-			alive++
-		}
-	}
-	n.mu.Unlock()
+	alive, settled := n.liveNodes()
 	all := n.cfg.Shards.All()
 	groups := n.cfg.Shards.Balanced()
 	// A fair share of each group of shards (Shards.Balanced), and how many
 	// of it this node holds.
-	target := func(g []string) int { return (len(g) + max(alive, 1) - 1) / max(alive, 1) }
+	share := func(g []string, nodes int) int { return (len(g) + nodes - 1) / nodes }
+	target := func(g []string) int { return share(g, alive) }
 	held := func(g []string) int {
 		k := 0
 		for _, s := range mine {
@@ -132,9 +126,10 @@ func (n *Node) tick(ctx context.Context, acquire bool) {
 			}
 		}
 	}
-	// More than a fair share of a group: hand the last ones over.
+	// More than a fair share of a group among settled nodes: hand the
+	// last ones over.
 	for _, g := range groups {
-		for held(g) > target(g) {
+		for held(g) > share(g, settled) {
 			i := len(mine) - 1 // the last of the group
 			for !slices.Contains(g, mine[i]) {
 				i--
@@ -149,7 +144,7 @@ func (n *Node) tick(ctx context.Context, acquire bool) {
 				n.log.Warn("cluster: releasing a lease", "shard", s, "err", err)
 			}
 			delete(owners, s)
-			n.log.Info("cluster: shard released for balance", "shard", s, "target", target(g))
+			n.log.Info("cluster: shard released for balance", "shard", s, "target", share(g, settled))
 		}
 	}
 	for _, s := range order {
@@ -189,6 +184,26 @@ func (n *Node) tick(ctx context.Context, acquire bool) {
 	n.looked, n.unserved = true, unserved
 	n.mu.Unlock()
 	n.h.owners(owners)
+}
+
+// liveNodes counts the nodes (this one too) that size a fair share: for
+// taking, every node heard within a TTL; for handing over, only those
+// heard for a TTL without a break (settled), since a node takes nothing
+// in its first TTL (run), and a shard handed to it sooner would wait
+// unserved until then.
+func (n *Node) liveNodes() (alive, settled int) {
+	alive, settled = 1, 1
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for id, at := range n.heard {
+		if id != n.cfg.ID && time.Since(at) < n.cfg.LeaseTTL {
+			alive++
+			if time.Since(n.since[id]) >= n.cfg.LeaseTTL {
+				settled++
+			}
+		}
+	}
+	return alive, settled
 }
 
 // leaseValue names this node and a new take of a shard: holders see a

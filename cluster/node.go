@@ -71,6 +71,7 @@ type Node struct {
 	renewed map[string]time.Time // when each was last renewed
 	owners  map[string]string    // shard -> owning node, as last read
 	heard   map[string]time.Time // node -> when its heartbeat last arrived
+	since   map[string]time.Time // node -> since when it has been heard without a break
 	closed  bool
 	// The lease loop's last look: whether there was one, and the shards
 	// it found without a live owner.
@@ -125,7 +126,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		cfg.Log = slog.Default()
 	}
 	n := &Node{cfg: cfg, log: cfg.Log.With("node", cfg.ID), nc: cfg.NC, limits: lim, owned: map[string]*owner{},
-		revs: map[string]uint64{}, renewed: map[string]time.Time{}, owners: map[string]string{}, heard: map[string]time.Time{}, seen: map[string]seenRev{}, values: map[string]string{}, stop: make(chan struct{}), done: make(chan struct{}),
+		revs: map[string]uint64{}, renewed: map[string]time.Time{}, owners: map[string]string{}, heard: map[string]time.Time{}, since: map[string]time.Time{}, seen: map[string]seenRev{}, values: map[string]string{}, stop: make(chan struct{}), done: make(chan struct{}),
 		instance: rand.Uint64() | 1} // 0 names no life (appendRendered)
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	var err error
@@ -150,9 +151,20 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	// shards (the leases decide who owns them), and must not wait for a
 	// bucket to elect a leader.
 	if n.alive, err = cfg.NC.Subscribe(aliveSubject+"*", func(m *nats.Msg) {
+		id, now := strings.TrimPrefix(m.Subject, aliveSubject), time.Now()
 		n.mu.Lock()
-		n.heard[strings.TrimPrefix(m.Subject, aliveSubject)] = time.Now()
-		n.mu.Unlock()
+		defer n.mu.Unlock()
+		if string(m.Data) == leaving {
+			// It hands its shards over now: count it out at once, so the
+			// others take them at their next look, not a TTL later.
+			delete(n.heard, id)
+			delete(n.since, id)
+			return
+		}
+		if at, ok := n.heard[id]; !ok || now.Sub(at) >= n.cfg.LeaseTTL {
+			n.since[id] = now
+		}
+		n.heard[id] = now
 	}); err != nil {
 		n.inbox.Unsubscribe()
 		return nil, err
@@ -372,6 +384,10 @@ func (n *Node) Close() error {
 	n.mu.Unlock()
 	close(n.stop)
 	<-n.done
+	// No heartbeat goes out from here on: say so, so the others count this
+	// node out before its shards' leases are deleted below.
+	n.nc.Publish(aliveSubject+n.cfg.ID, []byte(leaving))
+	n.nc.Flush()
 	// No take, restart or hand-over starts from here on (spawn); those
 	// running give up, and each shard is handed over below.
 	n.cancel()

@@ -26,6 +26,7 @@ const (
 	streamPrefix = "CELLCAST_"               // + shard
 	leaseBucket  = "cellcast_leases"         // shard -> node; node.<id> -> its last write
 	aliveSubject = "cellcast.cluster.alive." // + node: its heartbeat, every LeaseTTL/4
+	leaving      = "leaving"                 // the last heartbeat's body: the node stops
 )
 
 // Operations a node asks of a shard's owner.
