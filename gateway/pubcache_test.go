@@ -1,0 +1,82 @@
+package gateway
+
+import (
+	"math/rand"
+	"strconv"
+	"testing"
+
+	"github.com/seed84792017/cellcast/dewey"
+	"github.com/seed84792017/cellcast/subscriptions"
+)
+
+// benchPub is publication i as the store hands it over: decoded afresh,
+// its strings its own.
+func benchPub(i int) *subscriptions.Publication {
+	return &subscriptions.Publication{Tp: int64(i), Tmax: int64(i) + 20e9, Uid: "user-" + strconv.Itoa(i%10000),
+		Desc: "accident near the corner #abcdef." + strconv.Itoa(i),
+		Cell: subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{1, 2, 3, 0, 1, 2, 3, 3, 2, 1, 0, 1, uint32(i % 4)}}}
+}
+
+// BenchmarkPubCacheHit is a past result's lookup in a full cache: the
+// publication just decoded, the rendering copied out as a reply does.
+//
+//	go test ./gateway -run '^$' -bench PubCacheHit
+func BenchmarkPubCacheHit(b *testing.B) {
+	const n = pubCacheEntries
+	c := newPubCache(pubCacheEntries, pubCacheBytes)
+	for i := range n {
+		c.get(benchPub(i), func() []byte { return make([]byte, 250+i%100) })
+	}
+	rng := rand.New(rand.NewSource(1))
+	out := make([]byte, 0, 1<<20)
+	b.ResetTimer()
+	for range b.N {
+		body := c.get(benchPub(rng.Intn(n)), func() []byte { panic("miss") })
+		out = append(out[:len(out)%(1<<19)], body...)
+	}
+}
+
+// TestPubCacheTellsPublicationsApart: a cached rendering comes back for
+// the publication it was rendered from, and for no publication of its
+// stamp that differs in expiry, namespace, uid, description or cell
+// (random ones, against comparing the fields).
+func TestPubCacheTellsPublicationsApart(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	str := func() string {
+		b := make([]byte, rng.Intn(4))
+		for i := range b {
+			b[i] = byte('a' + rng.Intn(2))
+		}
+		return string(b)
+	}
+	pub := func() *subscriptions.Publication {
+		id := make(dewey.ID, rng.Intn(3))
+		for i := range id {
+			id[i] = uint32(rng.Intn(2))
+		}
+		return &subscriptions.Publication{Tp: 1, Tmax: int64(rng.Intn(2)), Uid: str(), Desc: str(),
+			Cell: subscriptions.Cell{NS: subscriptions.Namespace(rng.Intn(2)), ID: id}}
+	}
+	same := func(a, b *subscriptions.Publication) bool {
+		return a.Tmax == b.Tmax && a.Uid == b.Uid && a.Desc == b.Desc && a.Cell.NS == b.Cell.NS && a.Cell.ID.Equal(b.Cell.ID)
+	}
+	matched := 0
+	for range 20000 {
+		c := newPubCache(4, 1<<20)
+		a, b := pub(), pub()
+		c.get(a, func() []byte { return []byte("a") })
+		if got := string(c.get(a, func() []byte { return []byte("again") })); got != "a" {
+			t.Fatalf("%+v: its own rendering came back as %q", a, got)
+		}
+		got := string(c.get(b, func() []byte { return []byte("b") }))
+		if want := map[bool]string{true: "a", false: "b"}[same(a, b)]; got != want {
+			t.Fatalf("%+v after %+v: %q, want %q", b, a, got, want)
+		}
+		if same(a, b) {
+			matched++
+		}
+	}
+	if matched == 0 {
+		t.Fatal("no pair alike: the test tells nothing")
+	}
+}
