@@ -82,6 +82,9 @@ type row struct {
 	// cpu is the server process's CPU seconds (user and system) over the
 	// run; usPerNote that over the notifications delivered, in µs.
 	cpu, usPerNote float64
+	// clientCPU is the load generator's (this process's) CPU seconds
+	// over the run: on a small machine it competes with the server.
+	clientCPU float64
 }
 
 func run() error {
@@ -142,15 +145,15 @@ func run() error {
 	}
 	fmt.Printf("%d users, %d operations, %g subscriptions per publication, S2 levels %d to %d, closed loop, %d in flight per connection, %d+%d connections, %s, %s notifications\n\n",
 		*users, len(ops), *ratio, *minLevel, *level, *window, *conns, *pubConns, bound, frames)
-	fmt.Println("| system | ops/s | notifications/s | vs NATS core (same round) | notifications + past results /s | p50 ms | p99 ms | server CPU s | CPU µs per notification | vs NATS core | complete | notes |")
-	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+	fmt.Println("| system | ops/s | notifications/s | vs NATS core (same round) | notifications + past results /s | p50 ms | p99 ms | server CPU s | CPU µs per notification | vs NATS core | client CPU s | complete | notes |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
 	var base, baseCPU float64
 	for _, r := range rows {
 		if r.system == "NATS core" {
 			base, baseCPU = r.notesPerSec, r.usPerNote
 		}
-		fmt.Printf("| %s | %.0f | %.0f | %.2f× | %.0f | %.1f | %.1f | %.1f | %.2f | %.2f× | %s | %s |\n", r.system, r.opsPerSec, r.notesPerSec, r.notesPerSec/base,
-			r.deliveredPerSec, r.p50, r.p99, r.cpu, r.usPerNote, r.usPerNote/baseCPU, r.complete, r.notes)
+		fmt.Printf("| %s | %.0f | %.0f | %.2f× | %.0f | %.1f | %.1f | %.1f | %.2f | %.2f× | %.1f | %s | %s |\n", r.system, r.opsPerSec, r.notesPerSec, r.notesPerSec/base,
+			r.deliveredPerSec, r.p50, r.p99, r.cpu, r.usPerNote, r.usPerNote/baseCPU, r.clientCPU, r.complete, r.notes)
 	}
 	return nil
 }
@@ -171,6 +174,7 @@ func runNATS(bin string, ops []workload.Op) (row, error) {
 		return row{}, err
 	}
 	cpu0, _ := procs.CPUSeconds(cmd.Process.Pid)
+	self0 := selfCPU()
 	rep, err := natspeer.Run(context.Background(), natspeer.Config{URL: url, Ops: ops, Conns: *conns, PubConns: *pubConns, Window: *window, Ahead: *ahead})
 	if err != nil {
 		return row{}, err
@@ -180,8 +184,14 @@ func runNATS(bin string, ops []workload.Op) (row, error) {
 		return row{}, err
 	}
 	return row{system: "NATS core", opsPerSec: rep.OpsPerSec, notesPerSec: rep.NotesPerSec, deliveredPerSec: rep.NotesPerSec, p50: rep.LatencyMs[0], p99: rep.LatencyMs[1],
-		cpu: cpu1 - cpu0, usPerNote: perNote(cpu1-cpu0, rep.Notifications),
+		cpu: cpu1 - cpu0, usPerNote: perNote(cpu1-cpu0, rep.Notifications), clientCPU: selfCPU() - self0,
 		complete: "not checked (no past results, nothing stored)", notes: fmt.Sprintf("%d dropped as slow consumers", rep.Dropped)}, nil
+}
+
+// selfCPU is this process's CPU seconds so far.
+func selfCPU() float64 {
+	s, _ := procs.CPUSeconds(os.Getpid())
+	return s
 }
 
 // perNote is cpu seconds over n notifications, in µs.
@@ -216,6 +226,7 @@ func runBroker(bin, data, mode string, ops []workload.Op, prof string) (row, err
 		return row{}, err
 	}
 	cpu0, _ := procs.CPUSeconds(cmd.Process.Pid)
+	self0 := selfCPU()
 	profDone := make(chan error, 1)
 	stopProf := make(chan struct{})
 	if prof != "" {
@@ -249,7 +260,7 @@ func runBroker(bin, data, mode string, ops []workload.Op, prof string) (row, err
 	}
 	return row{system: "cellcast, " + mode, opsPerSec: rep.OpsPerSec, notesPerSec: rep.NotesPerSec,
 		deliveredPerSec: float64(rep.Notifications+rep.PastResults) / rep.Seconds, p50: rep.Latency.P50, p99: rep.Latency.P99,
-		cpu: cpu1 - cpu0, usPerNote: perNote(cpu1-cpu0, int64(rep.Notifications)),
+		cpu: cpu1 - cpu0, usPerNote: perNote(cpu1-cpu0, int64(rep.Notifications)), clientCPU: selfCPU() - self0,
 		complete: complete, notes: notes}, nil
 }
 
