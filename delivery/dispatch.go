@@ -74,9 +74,13 @@ func (h *Hub) dispatch(res *subscriptions.PublishResult) {
 	f := &h.fan
 	h.mu.RLock()
 	h.keep(res, body)
-	for i := range res.Matches {
+	// The routes first, then what they say: each lookup and each route
+	// is a cache miss in a large hub, and loads that do not wait on one
+	// another overlap, where a lookup followed by its route's fields did
+	// not.
+	rs := f.lookup(h.routes, res.Matches)
+	for i, r := range rs {
 		s := &res.Matches[i]
-		r := h.routes[s.Ts]
 		switch {
 		case r == nil:
 			// An ended route (expired or cancelled) also lands here; the

@@ -21,10 +21,32 @@ type BatchSink interface {
 // Only the dispatcher uses it, and it keeps its storage from one
 // publication to the next: a fan-out allocates nothing per match.
 type fanout struct {
-	groups []sinkGroup
-	n      int          // groups in use
-	index  map[Sink]int // sink → group, once there are more than a few
-	last   int          // the group found last: matches often come in runs
+	groups  []sinkGroup
+	n       int          // groups in use
+	index   map[Sink]int // sink → group, once there are more than a few
+	last    int          // the group found last: matches often come in runs
+	routes  []*route     // lookup's, by match
+	touched int64        // lookup's, kept so that its loads are made
+}
+
+// lookup returns the route of each match (nil: none), in storage of f's
+// that reset clears.
+func (f *fanout) lookup(routes map[int64]*route, ms []subscriptions.Matched) []*route {
+	rs := f.routes[:0]
+	for i := range ms {
+		rs = append(rs, routes[ms[i].Ts])
+	}
+	// Touch each route, so that their misses overlap here rather than one
+	// at a time in dispatch's loop, which branches on each.
+	var t int64
+	for _, r := range rs {
+		if r != nil {
+			t |= r.from
+		}
+	}
+	f.touched = t
+	f.routes = rs
+	return rs
 }
 
 // sinkGroup is one sink's share of a publication: routes[i] gets ns[i].
@@ -127,6 +149,8 @@ func (f *fanout) reset() {
 		g.ns, g.routes, g.sink = g.ns[:0], g.routes[:0], nil
 	}
 	f.n, f.last = 0, 0
+	clear(f.routes)
+	f.routes = f.routes[:0]
 	if f.index != nil {
 		clear(f.index)
 	}
