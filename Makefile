@@ -7,9 +7,15 @@ FUZZTIME ?= 200000x
 # Whole requests through the HTTP and NATS paths write to a store: fewer.
 SERVE_FUZZTIME ?= 20000x
 
-.PHONY: test vet tools unit peers browser demo-ui demo-perf race fuzz bench-lsm bench-broker bench-storage bench-pebble bench-index cluster-local cluster-local-external
+.PHONY: build test vet tools unit peers browser demo-ui demo-perf race fuzz bench-lsm bench-broker bench-storage bench-pebble bench-index cluster-local cluster-local-external
 
 test: vet tools unit peers browser js race fuzz
+
+# The broker and the cellcast command in .bin/, stamped with the commit
+# they are built from (broker --version; this machine's Go defaults to
+# -buildvcs=false).
+build:
+	$(GO) build -buildvcs=true -o $(CURDIR)/.bin/ ./cmd/broker ./cmd/cellcast
 
 # A nats-server binary for the tests against an external NATS server, and
 # staticcheck, pinned so that everyone sees the same lint.
