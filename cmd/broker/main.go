@@ -151,7 +151,15 @@ func token(args []string, lookup func(string) (string, bool), stdout, stderr io.
 	secret := fs.String("auth-hmac-secret-file", "", "the broker's HMAC secret file")
 	iss := fs.String("auth-issuer", "", "the \"iss\" claim, when the broker requires one")
 	aud := fs.String("auth-audience", "", "the \"aud\" claim, when the broker requires one")
-	if code, ok := parseOrExit(fs, args, flagenv.Options{Lookup: lookup, Usage: usage}, stderr); !ok {
+	// As for cellcast token: CELLCAST_UID is the user a command acts as,
+	// CELLCAST_TOKEN_UID the user a token is minted for.
+	env := func(name string) string {
+		if name == "uid" || name == "ttl" {
+			return flagenv.Name("token-" + name)
+		}
+		return flagenv.Name(name)
+	}
+	if code, ok := parseOrExit(fs, args, flagenv.Options{Lookup: lookup, Usage: usage, Env: env}, stderr); !ok {
 		return code
 	}
 	if *uid == "" || *secret == "" {

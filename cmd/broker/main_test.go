@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"flag"
 	"fmt"
 	"io"
@@ -189,4 +190,28 @@ func writeTokens(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestTokenReadsItsOwnVariables: broker token takes the user to mint for
+// from CELLCAST_TOKEN_UID, as cellcast token does, not from CELLCAST_UID
+// (the user a command acts as).
+func TestTokenReadsItsOwnVariables(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("0123456789abcdef0123456789abcdef-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"CELLCAST_UID": "mallory", "CELLCAST_TOKEN_UID": "alice", "CELLCAST_AUTH_HMAC_SECRET_FILE": secret}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"token"}, lookup, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	parts := strings.Split(strings.TrimSpace(out.String()), ".")
+	if len(parts) != 3 {
+		t.Fatalf("not a JWT: %q", out.String())
+	}
+	claims, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil || !strings.Contains(string(claims), `"sub":"alice"`) {
+		t.Fatalf("claims %s (%v), want sub alice", claims, err)
+	}
 }

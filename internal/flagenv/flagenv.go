@@ -36,12 +36,20 @@ type Options struct {
 	CommandLineOnly []string
 	// ReadFile reads the config file; nil is os.ReadFile.
 	ReadFile func(string) ([]byte, error)
+	// Env names a flag's variable; nil is Name. A subcommand whose flag
+	// means something else than the main command's same-named one gives
+	// it a variable of its own.
+	Env func(flagName string) string
 }
 
 // ParseWith reads flags; each one not given on the command line comes
 // from its environment variable, else from the config file, else keeps
 // its default.
 func ParseWith(fs *flag.FlagSet, args []string, o Options) error {
+	env := o.Env
+	if env == nil {
+		env = Name
+	}
 	cmdOnly := func(name string) bool { return slices.Contains(o.CommandLineOnly, name) }
 	fs.Usage = func() {
 		also := "Every flag can also be set by the environment variable shown."
@@ -53,7 +61,7 @@ func ParseWith(fs *flag.FlagSet, args []string, o Options) error {
 			name, help := flag.UnquoteUsage(f)
 			fmt.Fprintf(fs.Output(), "  --%s %s", f.Name, name)
 			if !cmdOnly(f.Name) {
-				fmt.Fprintf(fs.Output(), "   (%s)", Name(f.Name))
+				fmt.Fprintf(fs.Output(), "   (%s)", env(f.Name))
 			}
 			fmt.Fprintf(fs.Output(), "\n    \t%s", strings.ReplaceAll(help, "\n", "\n    \t"))
 			switch f.DefValue {
@@ -77,9 +85,9 @@ func ParseWith(fs *flag.FlagSet, args []string, o Options) error {
 		if set[f.Name] || cmdOnly(f.Name) || err != nil || o.Lookup == nil {
 			return
 		}
-		if v, ok := o.Lookup(Name(f.Name)); ok {
+		if v, ok := o.Lookup(env(f.Name)); ok {
 			if e := f.Value.Set(v); e != nil {
-				err = fmt.Errorf("%s=%q: %w", Name(f.Name), v, e)
+				err = fmt.Errorf("%s=%q: %w", env(f.Name), v, e)
 			}
 			set[f.Name] = true
 		}
