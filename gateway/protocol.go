@@ -116,6 +116,32 @@ type Request struct {
 // decodeRequest parses one request. A request whose id could be read gets
 // it back even when the rest is wrong.
 func decodeRequest(data []byte) (*Request, *Error) {
+	req, ok := decodeFlat(data)
+	if !ok {
+		var e *Error
+		if req, e = decodeRequestStd(data); e != nil {
+			return req, e
+		}
+	}
+	if !validID(req.ID) {
+		req.ID = nil
+		return req, errorf(CodeBadRequest, "id must be a string or a number")
+	}
+	if isNull(req.Polygon) {
+		req.Polygon = nil // as if absent, like the other fields' nulls
+	}
+	if isNull(req.Within) {
+		req.Within = nil
+	}
+	if req.Paging != "" && req.Paging != pagingPush && req.Paging != pagingCursor {
+		return req, errorf(CodeBadRequest, "paging %q: push or cursor", req.Paging)
+	}
+	return req, nil
+}
+
+// decodeRequestStd is decodeRequest's decoding by encoding/json, for
+// every request decodeFlat leaves to it.
+func decodeRequestStd(data []byte) (*Request, *Error) {
 	req := &Request{}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -133,19 +159,6 @@ func decodeRequest(data []byte) (*Request, *Error) {
 			req.ID = nil
 		}
 		return req, errorf(CodeBadRequest, "malformed request: %v", err)
-	}
-	if !validID(req.ID) {
-		req.ID = nil
-		return req, errorf(CodeBadRequest, "id must be a string or a number")
-	}
-	if isNull(req.Polygon) {
-		req.Polygon = nil // as if absent, like the other fields' nulls
-	}
-	if isNull(req.Within) {
-		req.Within = nil
-	}
-	if req.Paging != "" && req.Paging != pagingPush && req.Paging != pagingCursor {
-		return req, errorf(CodeBadRequest, "paging %q: push or cursor", req.Paging)
 	}
 	return req, nil
 }
