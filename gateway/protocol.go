@@ -275,7 +275,15 @@ func (l *Locator) pubJSON(p *subscriptions.Publication) pubJSON {
 // EncodePublication renders p as the JSON object clients receive.
 func (l *Locator) EncodePublication(p *subscriptions.Publication) []byte {
 	render := func() []byte {
-		b, _ := json.Marshal(l.pubJSON(p))
+		j := l.pubJSON(p)
+		n := 96 + len(j.Pid) + len(j.Uid) + len(j.Cell) + len(j.Topic) + len(j.Tp) + len(j.ExpiresAt) + len(j.Desc)
+		for k, v := range j.Attrs {
+			n += 6 + len(k) + len(v)
+		}
+		if b, ok := appendPubJSON(make([]byte, 0, n), &j); ok {
+			return b
+		}
+		b, _ := json.Marshal(j)
 		return b
 	}
 	if l.cache == nil {
