@@ -90,6 +90,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzNotes$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./cluster
 	$(GO) test -run '^$$' -fuzz '^FuzzReply$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./cluster
 	$(GO) test -run '^$$' -fuzz '^FuzzGeoJSON$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./geo
+	$(GO) test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./gateway
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeShape$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./geo
 	$(GO) test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./cluster
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./dewey
