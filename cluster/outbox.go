@@ -21,7 +21,7 @@ import (
 // order they were made. An owner answers a log append's operations
 // together with the outboxes corked, so that its replies to one node
 // share a message: a message costs far more than its bytes here
-// (docs/broker-benchmarks.md, "The cluster").
+// (docs/cluster-benchmarks.md).
 type outbox struct {
 	nc *nats.Conn
 	// publish sends a message: nc.Publish, but for the tests that lose or

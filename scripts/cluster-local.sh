@@ -11,7 +11,7 @@
 # With NATS_SERVER=path/to/nats-server the three NATS servers run as
 # processes of their own, on the same ports, and the brokers join them
 # with --nats-url: a broker that dies then takes no NATS server with it
-# (docs/broker-benchmarks.md, "The cluster").
+# (docs/cluster-benchmarks.md).
 set -euo pipefail
 bin=${1:-./.bin/broker}
 data=${2:-./data/cluster}

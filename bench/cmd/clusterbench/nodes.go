@@ -25,7 +25,7 @@ var nodeProcs int
 // its default runs as many threads of Go code as there are cores, three
 // times the cores in all, and their wake-ups and context switches are a
 // cost of running three processes on two cores, not of the cluster path
-// (docs/broker-benchmarks.md, "The cluster"). One node keeps the
+// (docs/cluster-benchmarks.md). One node keeps the
 // default: the whole machine is its share.
 func shareOfCores() int { return max(1, runtime.NumCPU()/clusterSize) }
 

@@ -1,6 +1,6 @@
 // Command natscost measures what the NATS primitives a Cellcast cluster is
 // built on cost in CPU on this machine, one at a time, as a lightly loaded
-// cluster uses them (docs/broker-benchmarks.md, "The cluster"):
+// cluster uses them (docs/cluster-benchmarks.md):
 //
 //	go run ./bench/cmd/natscost [-n 5000] [-nats-server PATH]
 //
