@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand"
 	"os/exec"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -113,14 +114,26 @@ func TestTallyCatchesLossAndRepeats(t *testing.T) {
 	if d := append(want.Differ(tally(owedPairs), Live), want.Differ(tally(owedPairs), Past)...); len(d) > 0 {
 		t.Fatalf("the complete run differs at %v", d)
 	}
-	a, b := keys[0], keys[1]
-	for _, k := range keys {
-		if k.sub == a.sub && k.k == a.k && k.tp != a.tp {
-			b = k // same subscription and kind: the swap keeps its count
-			break
+	// Map order is random: sort, then take the first two pairs of one
+	// subscription and kind, so the swap keeps that subscription's count.
+	sort.Slice(keys, func(i, j int) bool {
+		x, y := keys[i], keys[j]
+		if x.sub != y.sub {
+			return x.sub < y.sub
+		}
+		if x.k != y.k {
+			return x.k < y.k
+		}
+		return x.tp < y.tp
+	})
+	var a, b pairKey
+	found := false
+	for i := 1; i < len(keys) && !found; i++ {
+		if keys[i].sub == keys[i-1].sub && keys[i].k == keys[i-1].k {
+			a, b, found = keys[i-1], keys[i], true
 		}
 	}
-	if b.sub != a.sub || b.k != a.k {
+	if !found {
 		t.Fatal("no subscription with two pairs of a kind")
 	}
 	cases := map[string]func(Pairs){
