@@ -53,7 +53,7 @@ func TestKill9(t *testing.T) {
 					t.Skip(err)
 				}
 			}
-			if err := run("", 0, false, 4000, 200, external, ""); err != nil {
+			if err := run("", 0, false, 4000, 200, external, "", nil); err != nil {
 				t.Fatal(err)
 			}
 		})

@@ -33,6 +33,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,12 +54,13 @@ func main() {
 	rolling := flag.Bool("rolling", false, "instead: restart the three nodes one after another, add two, and kill one, under load (rolling.go)")
 	stepSpan := flag.Duration("step", 12*time.Second, "with -rolling: the share of a phase's run each step is given")
 	noKill := flag.Bool("no-kill", false, "with -rolling: no kill phase")
+	brokerArgs := flag.String("broker-args", "", "more flags for every broker, space-separated: the levers, e.g. \"--lease-ttl 1s --cluster-election-timeout 500ms\"")
 	flag.Parse()
 	var err error
 	if *rolling {
 		err = rollingRun(*bin, *keep, *rate, *stepSpan, !*noKill)
 	} else {
-		err = run(*bin, *rounds, *keep, *ops, *rate, *external, *natsBin)
+		err = run(*bin, *rounds, *keep, *ops, *rate, *external, *natsBin, strings.Fields(*brokerArgs))
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "failover:", err)
@@ -93,7 +95,7 @@ var cells = sync.OnceValue(func() []string {
 })
 
 // run measures; with external, on a cluster of natsBin servers.
-func run(bin string, rounds int, keep bool, loadOps int, loadRate float64, external bool, natsBin string) error {
+func run(bin string, rounds int, keep bool, loadOps int, loadRate float64, external bool, natsBin string, args []string) error {
 	dir, done, err := procs.WorkDir("failover", keep)
 	if err != nil {
 		return err
@@ -110,9 +112,9 @@ func run(bin string, rounds int, keep bool, loadOps int, loadRate float64, exter
 		}
 		defer nc.Stop()
 		fmt.Printf("external NATS cluster: %s\n", nc.URL())
-		c, err = procs.StartClusterOn(nc.URL(), bin, dir, 3)
+		c, err = procs.StartClusterOn(nc.URL(), bin, dir, 3, args...)
 	} else {
-		c, err = procs.StartCluster(bin, dir, 3)
+		c, err = procs.StartCluster(bin, dir, 3, args...)
 	}
 	if err != nil {
 		return err
