@@ -181,7 +181,7 @@ func (d *DB) runCompaction(c *compaction) error {
 		out := c.outputLevel()
 		ci := &compactionIter{
 			in: in, merger: d.opts.Merger, filter: d.opts.CompactionFilter, shadowed: d.opts.OnShadowed, level: out, snapshots: snaps,
-			isBase: baseLevelChecker(c.version, out+1),
+			isBase: baseLevelChecker(c.version, out+1), zeroSeqs: !d.opts.KeepSeqNums,
 		}
 		grand := c.grand
 		var grandOverlap uint64

@@ -22,6 +22,10 @@ import (
 //   - The compaction filter sees only top-stripe entries (no snapshot can
 //     see them). Removing a Merge drops it; removing a Set leaves a Delete if
 //     anything older could resurface.
+//   - With zeroSeqs, a Set in the oldest stripe whose key nothing below
+//     holds is written with sequence number 0: every snapshot sees it
+//     already, and every other version of its key is newer. Never in L0,
+//     whose tables are ordered by their sequence numbers.
 type compactionIter struct {
 	in        internalIterator
 	merger    *Merger
@@ -30,6 +34,7 @@ type compactionIter struct {
 	level     int
 	snapshots []uint64 // ascending
 	isBase    func(userKey []byte) bool
+	zeroSeqs  bool // only for output levels below L0
 
 	// filterTouched records whether the filter changed anything; an
 	// install that races with a new snapshot must then be redone.
@@ -199,6 +204,9 @@ func (c *compactionIter) process() error {
 				i = j
 				continue
 			}
+		}
+		if c.zeroSeqs && s == 0 && kind == base.KindSet && isBase() {
+			out.trailer = base.MakeTrailer(0, kind)
 		}
 		c.out = append(c.out, out)
 		i = j

@@ -146,6 +146,13 @@ type Options struct {
 	Merger *Merger
 	// CompactionFilter, when set, sees entries during flush and compaction.
 	CompactionFilter CompactionFilter
+	// KeepSeqNums keeps every entry's sequence number on disk. By default
+	// a compaction zeroes it where nothing can tell the difference, as
+	// Pebble does: a Set that every snapshot sees and that no level below
+	// holds. Its table trailer then compresses to almost nothing (about 4
+	// bytes a key), and Iterator.SeqNum says 0 for it. Set it when a
+	// caller reads SeqNum or TableScan's LargestSeq after compactions.
+	KeepSeqNums bool
 	// OnShadowed, when set, is called during flush and compaction with each
 	// Set that a newer entry of its key hides from every reader, as it is
 	// dropped: a secondary index can drop what pointed at it. It runs on

@@ -142,6 +142,7 @@ func Open(dir string, cfg Config) (*Table, error) {
 		}
 	}
 	po.OnShadowed = t.shadowed
+	po.KeepSeqNums = true // embedded lookups order rows by SeqNum and skip tables by LargestSeq
 	var err error
 	if t.primary, err = lsm.Open(filepath.Join(dir, "primary"), &po); err != nil {
 		return nil, err
