@@ -2,9 +2,11 @@ package secondary
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"hash/fnv"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/seed84792017/cellcast/lsm"
 )
@@ -262,12 +264,15 @@ func (t *Table) embeddedScan(attr string, a, b Value, k int, skip map[uint64]boo
 	}
 	defer scan.Close()
 	var floor uint64 // tables with no write at or above it are not read
+	floorOf := -1    // how many candidates floor was computed from
 	tables := scan.Tables()
-	for i, tb := range tables {
-		if k > 0 && (i == 0 || tb.Level != tables[i-1].Level || tb.Level == 0) {
+	for _, i := range newestFirst(tables) {
+		tb := tables[i]
+		if k > 0 && floorOf != len(cands) {
 			if floor, err = v.kth(cands, k); err != nil {
 				return nil, err
 			}
+			floorOf = len(cands)
 		}
 		if tb.LargestSeq < floor {
 			t.tablesSkipped.Add(1)
@@ -278,6 +283,31 @@ func (t *Table) embeddedScan(attr string, a, b Value, k int, skip map[uint64]boo
 		}
 	}
 	return t.topK(cands, k, v)
+}
+
+// newestFirst orders a scan's tables for a top-k lookup: level by level,
+// and within a level by newest write. A level's tables hold disjoint keys,
+// so any order reads the same rows; newest first lets the k-th row's age
+// rule out the rest of the level, where key order (time order, for keys
+// that grow with time) would read the oldest first.
+func newestFirst(tables []lsm.ScanTable) []int {
+	order := make([]int, len(tables))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		x, y := tables[a], tables[b]
+		if c := cmp.Compare(x.Level, y.Level); c != 0 {
+			return c
+		}
+		if x.Level > 0 {
+			if c := cmp.Compare(y.LargestSeq, x.LargestSeq); c != 0 {
+				return c
+			}
+		}
+		return cmp.Compare(a, b) // L0 as the scan gives it: newest first
+	})
+	return order
 }
 
 // scanTable adds table i's rows with attr in [a, b] to cands. A row that
