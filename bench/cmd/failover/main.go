@@ -33,6 +33,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -164,8 +165,9 @@ func run(bin string, rounds int, keep bool, loadOps int, loadRate float64, exter
 		return nil
 	}
 	slices.Sort(took)
-	fmt.Printf("failover over %d kills: min %v, median %v, max %v\n", len(took), took[0].Round(time.Millisecond),
-		took[len(took)/2].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond))
+	over := len(took) - sort.Search(len(took), func(i int) bool { return took[i] > 5*time.Second })
+	at := func(q float64) time.Duration { return took[int(q*float64(len(took)-1))].Round(time.Millisecond) }
+	fmt.Printf("failover over %d kills: min %v, median %v, p90 %v, max %v; over 5 s: %d\n", len(took), at(0), at(0.5), at(0.9), at(1), over)
 	return nil
 }
 
