@@ -3,6 +3,8 @@ package cluster
 import (
 	"testing"
 	"time"
+
+	"github.com/seed84792017/cellcast/subscriptions"
 )
 
 // heardOf reports whether n counts node id among those it hears.
@@ -53,5 +55,28 @@ func TestNewcomerGetsShardsOnlyOnceSettled(t *testing.T) {
 	n.heard["n1"] = now.Add(-3 * time.Second) // silent for a TTL
 	if alive, settled := n.liveNodes(); alive != 2 || settled != 2 {
 		t.Fatalf("n1 silent: alive %d, settled %d; want 2 and 2", alive, settled)
+	}
+}
+
+// TestARestartedNodesTakesAreNew: a node killed and started again takes
+// its shards back under lease values its previous life never wrote, take
+// for take. A value that read as before left holders unaware that the
+// shard had been rebuilt: they resumed nothing, and its notifications
+// went nowhere (the rolling test's kill phase lost 15-54 of them).
+func TestARestartedNodesTakesAreNew(t *testing.T) {
+	cfg := Config{ID: "n3", Log: quiet}
+	before, after := newNode(cfg, subscriptions.Limits{}), newNode(cfg, subscriptions.Limits{})
+	seen := map[string]bool{}
+	for range 8 {
+		v := before.leaseValue()
+		if seen[v] || nodeOf(v) != "n3" {
+			t.Fatalf("first life: %q (seen %v)", v, seen)
+		}
+		seen[v] = true
+	}
+	for range 8 {
+		if v := after.leaseValue(); seen[v] || nodeOf(v) != "n3" {
+			t.Fatalf("the second life wrote %q, as the first did, or names another node", v)
+		}
 	}
 }

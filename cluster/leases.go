@@ -206,11 +206,15 @@ func (n *Node) liveNodes() (alive, settled int) {
 	return alive, settled
 }
 
-// leaseValue names this node and a new take of a shard: holders see a
-// shard restarted by the same node as moved, and resume its routes.
+// leaseValue names this node, its life and a new take of a shard:
+// holders see a shard restarted by the same node as moved, and resume
+// its routes. The life matters: a node killed and started again counts
+// its takes from 1 again, and a retaken lease that read as before (n3#1
+// both times) left every route of the shard unresumed, its
+// notifications undelivered.
 func (n *Node) leaseValue() string {
 	n.takes++
-	return n.cfg.ID + "#" + strconv.FormatUint(n.takes, 10)
+	return n.cfg.ID + "#" + strconv.FormatUint(n.instance, 36) + "." + strconv.FormatUint(n.takes, 10)
 }
 
 // nodeOf is the node a lease value names.

@@ -100,6 +100,15 @@ type Node struct {
 	tasks  sync.WaitGroup
 }
 
+// newNode is a node of cfg in a new life, not yet joined.
+func newNode(cfg Config, lim subscriptions.Limits) *Node {
+	n := &Node{cfg: cfg, log: cfg.Log.With("node", cfg.ID), nc: cfg.NC, limits: lim, owned: map[string]*owner{},
+		revs: map[string]uint64{}, renewed: map[string]time.Time{}, owners: map[string]string{}, heard: map[string]time.Time{}, since: map[string]time.Time{}, seen: map[string]seenRev{}, values: map[string]string{}, stop: make(chan struct{}), done: make(chan struct{}),
+		instance: rand.Uint64() | 1} // 0 names no life (appendRendered)
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	return n
+}
+
 // Start joins the cluster. It returns once the node's inbox is served;
 // shards are taken in the background as leases allow.
 func Start(ctx context.Context, cfg Config) (*Node, error) {
@@ -125,10 +134,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	n := &Node{cfg: cfg, log: cfg.Log.With("node", cfg.ID), nc: cfg.NC, limits: lim, owned: map[string]*owner{},
-		revs: map[string]uint64{}, renewed: map[string]time.Time{}, owners: map[string]string{}, heard: map[string]time.Time{}, since: map[string]time.Time{}, seen: map[string]seenRev{}, values: map[string]string{}, stop: make(chan struct{}), done: make(chan struct{}),
-		instance: rand.Uint64() | 1} // 0 names no life (appendRendered)
-	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n := newNode(cfg, lim)
 	var err error
 	if n.js, err = jetstream.New(cfg.NC); err != nil {
 		return nil, err
