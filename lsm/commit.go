@@ -218,7 +218,11 @@ type writer struct {
 	pos    WALPos
 	done   bool
 	err    error
-	cond   sync.Cond
+	// ready wakes a queued writer once: when its group is done, or when
+	// it reaches the head of the queue and leads. A channel, not a
+	// sync.Cond on d.mu: a group's writers return without taking d.mu
+	// again, one after another, while the next leader wants it.
+	ready chan struct{}
 }
 
 // Apply commits a batch atomically: it is in the WAL (synced if opts.Sync)
@@ -229,7 +233,7 @@ func (d *DB) Apply(b *Batch, opts *WriteOptions) error {
 		return nil
 	}
 	w := writerPool.Get().(*writer)
-	*w = writer{batch: b, sync: opts != nil && opts.Sync}
+	*w = writer{batch: b, sync: opts != nil && opts.Sync, ready: w.ready}
 	err := d.commit(w)
 	writerPool.Put(w)
 	return err
@@ -252,7 +256,7 @@ func (d *DB) ApplyNoSyncWait(b *Batch) (WALPos, error) {
 		return WALPos{}, nil
 	}
 	w := writerPool.Get().(*writer)
-	*w = writer{batch: b, noWait: true}
+	*w = writer{batch: b, noWait: true, ready: w.ready}
 	err := d.commit(w)
 	pos := w.pos
 	writerPool.Put(w)
@@ -281,7 +285,7 @@ func (d *DB) WaitWAL(pos WALPos, sync bool) error {
 }
 
 var (
-	writerPool = sync.Pool{New: func() any { return new(writer) }}
+	writerPool = sync.Pool{New: func() any { return &writer{ready: make(chan struct{}, 1)} }}
 	batchPool  = sync.Pool{New: func() any { return new(Batch) }}
 )
 
@@ -320,19 +324,19 @@ const maxGroupBytes = 1 << 20
 // writes the group's batches as one WAL record, syncs once if any asked,
 // applies them to the memtable and wakes the others.
 func (d *DB) commit(w *writer) error {
-	w.cond.L = &d.mu
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
 		return ErrClosed
 	}
 	d.writers = append(d.writers, w)
-	for !w.done && d.writers[0] != w {
-		w.cond.Wait()
-	}
-	if w.done {
+	if d.writers[0] != w {
 		d.mu.Unlock()
-		return w.err
+		<-w.ready
+		if w.done { // set before the wake-up
+			return w.err
+		}
+		d.mu.Lock() // at the head: lead
 	}
 	group := d.writers[:1]
 	need := 0
@@ -356,12 +360,12 @@ func (d *DB) commit(w *writer) error {
 	for _, o := range group {
 		o.done, o.err = true, err
 		if o != w {
-			o.cond.Signal()
+			o.ready <- struct{}{}
 		}
 	}
 	d.writers = d.writers[len(group):]
 	if len(d.writers) > 0 {
-		d.writers[0].cond.Signal()
+		d.writers[0].ready <- struct{}{}
 	} else if d.closed {
 		d.bgCond.Broadcast()
 	}
@@ -398,10 +402,17 @@ func (d *DB) writeGroup(group []*writer) error {
 	for _, o := range group {
 		o.pos = WALPos{log: log.num, off: end}
 	}
+	var synced chan error
 	if err == nil {
 		switch {
 		case sync:
-			err = log.waitFor(end, true)
+			// The fsync runs while the group fills the memtable, not
+			// before: the next group waits for both. The entries stay
+			// invisible until visibleSeq passes them, after a good sync;
+			// after a failed one the DB refuses writes and flushes no
+			// memtable, so they never surface.
+			synced = make(chan error, 1)
+			go func() { synced <- log.waitFor(end, true) }()
 		case pending > maxUnflushedWAL:
 			err = log.flush(false)
 		default:
@@ -415,6 +426,11 @@ func (d *DB) writeGroup(group []*writer) error {
 		// makeRoomForWrite reserved room, so a full memtable here is a bug;
 		// refuse further writes rather than lose the entry.
 		err = applyBatch(mem.Memtable, o.batch, d.opts.FilterPrefixes)
+	}
+	if synced != nil {
+		if serr := <-synced; serr != nil {
+			err = serr
+		}
 	}
 	d.m.userBytes.Add(int64(len(rec)))
 	d.m.walBytes.Add(int64(len(rec)))

@@ -194,10 +194,11 @@ func TestWriteErrorsAreStickyAndLoseNothingSynced(t *testing.T) {
 			}
 			inj.armed = true
 			var firstErr error
+			var failedKey []byte
 			for i := 0; i < 20000 && firstErr == nil; i++ {
 				k, v := []byte(fmt.Sprintf("k%04d", i%2000)), []byte(fmt.Sprintf("v%d", i))
 				if err := db.Merge(k, v, Sync); err != nil {
-					firstErr = err
+					firstErr, failedKey = err, k
 					break
 				}
 				m.merge(k, v)
@@ -218,9 +219,13 @@ func TestWriteErrorsAreStickyAndLoseNothingSynced(t *testing.T) {
 			if n := db.Metrics().BackgroundErrors; n == 0 {
 				t.Fatal("Metrics.BackgroundErrors is 0 after a failure")
 			}
-			// Reads keep working.
+			// Reads keep working, and do not see the failed write.
 			if _, err := db.Get([]byte("k0001")); err != nil {
 				t.Fatalf("read after failure: %v", err)
+			}
+			had, ok := m.get(failedKey)
+			if v, err := db.Get(failedKey); (err != nil) == ok || string(v) != string(had) {
+				t.Fatalf("the failed write's key reads %q (%v), want %q", v, err, had)
 			}
 			db.Close()
 			inj.armed = false

@@ -10,7 +10,7 @@ import (
 // Flush writes the memtable to L0 and waits until every memtable that held
 // data when Flush was called is on disk.
 func (d *DB) Flush() error {
-	if err := d.commit(&writer{force: true}); err != nil {
+	if err := d.commit(&writer{force: true, ready: make(chan struct{}, 1)}); err != nil {
 		return err
 	}
 	d.mu.Lock()
