@@ -76,7 +76,7 @@ func TestRollingRestartAndGrowth(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.Chdir(wd)
-	if err := rollingRun("", false, 100, 9*time.Second, true); err != nil {
+	if err := rollingRun("", false, 100, 9*time.Second, true, nil); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -59,7 +59,7 @@ func main() {
 	flag.Parse()
 	var err error
 	if *rolling {
-		err = rollingRun(*bin, *keep, *rate, *stepSpan, !*noKill)
+		err = rollingRun(*bin, *keep, *rate, *stepSpan, !*noKill, strings.Fields(*brokerArgs))
 	} else {
 		err = run(*bin, *rounds, *keep, *ops, *rate, *external, *natsBin, strings.Fields(*brokerArgs))
 	}

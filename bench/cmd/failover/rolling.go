@@ -32,8 +32,9 @@ import (
 // the cluster has settled after the previous one (every shard owned, none
 // by a node over its fair share), which leaves a span and a half after
 // the last one for the cluster to settle under load.
-// The clients connect to n1..n3 only, each falling back on the others;
-// the added nodes serve them as shards' owners.
+// The clients connect to the nodes there are when a phase starts, each
+// falling back on the others: in the growth phase the added nodes serve
+// them as shards' owners, in the kill phase as their nodes too.
 
 // rollingPast is the workload's past window; the phases' runs are this
 // far apart (and a second more), so that no run's subscriptions find
@@ -69,7 +70,7 @@ type phaseResult struct {
 // rollingRun starts three nodes of bin (built when empty) and runs the
 // phases at rate operations a second, each step given stepSpan of the
 // run; with kill, the kill phase too.
-func rollingRun(bin string, keep bool, rate float64, stepSpan time.Duration, kill bool) error {
+func rollingRun(bin string, keep bool, rate float64, stepSpan time.Duration, kill bool, args []string) error {
 	dir, done, err := procs.WorkDir("rolling", keep)
 	if err != nil {
 		return err
@@ -78,17 +79,13 @@ func rollingRun(bin string, keep bool, rate float64, stepSpan time.Duration, kil
 	if bin, err = procs.Broker(bin, dir); err != nil {
 		return err
 	}
-	c, err := procs.StartCluster(bin, dir, 3)
+	c, err := procs.StartCluster(bin, dir, 3, args...)
 	if err != nil {
 		return err
 	}
 	defer c.Stop()
 	if err := procs.Settle(c.Nodes, cluster.Shards{}); err != nil {
 		return err
-	}
-	var urls []string
-	for _, nd := range c.Nodes {
-		urls = append(urls, nd.WS())
 	}
 	restart := func(i int) step {
 		return step{"SIGTERM and restart " + c.Nodes[i].ID, func(st *stepTimes) error {
@@ -143,6 +140,12 @@ func rollingRun(bin string, keep bool, rate float64, stepSpan time.Duration, kil
 				st.down = st.at(time.Now())
 				return c.Restart(victim)
 			}}
+		}
+		// The clients connect to every node there is when the phase
+		// starts: the kill phase's reach the nodes the growth added.
+		var urls []string
+		for _, nd := range c.Nodes {
+			urls = append(urls, nd.WS())
 		}
 		r, err := phase(c, ph.name, urls, all, span, ph.steps, int64(k+1))
 		if err != nil {
