@@ -28,7 +28,7 @@ var natsMaxElection time.Duration
 var natsHeartbeat time.Duration
 
 // DefaultElectionTimeout is ClusterConfig.ElectionTimeout's default.
-const DefaultElectionTimeout = time.Second
+const DefaultElectionTimeout = 500 * time.Millisecond
 
 // MinElectionTimeout is the shortest ClusterConfig.ElectionTimeout taken.
 const MinElectionTimeout = 500 * time.Millisecond

@@ -105,7 +105,7 @@ func brokerFlags() (*flag.FlagSet, *settings) {
 	fs.IntVar(&s.c.Cluster.ShardGroups, "shard-groups", cluster.DefaultShardGroups, "geo shards the subtrees are hashed onto, besides the overflow shard (1-256); the same on every node")
 	fs.IntVar(&s.c.Cluster.TopicShardDepth, "topic-shard-depth", 1, "how many levels of a topic path place it in one of the 4 topic shards: 1 keeps a top-level topic in one shard, deeper spreads it by subtopic (1-4); the same on every node")
 	fs.IntVar(&s.c.Cluster.Replicas, "replicas", 3, "replicas of each shard's JetStream log (1, 3 or 5; at most the number of NATS servers)")
-	fs.DurationVar(&s.c.Cluster.LeaseTTL, "lease-ttl", 2*time.Second, "how long after a node stops its shards move to the others")
+	fs.DurationVar(&s.c.Cluster.LeaseTTL, "lease-ttl", cluster.DefaultLeaseTTL, "how long after a node stops its shards move to the others")
 	fs.DurationVar(&s.c.Cluster.ElectionTimeout, "cluster-election-timeout", broker.DefaultElectionTimeout, "how long the embedded NATS server's JetStream replicas wait for a leader before electing another (up to twice it; heartbeats every quarter of it); it bounds failover when a node dies with its NATS server; at least 500ms; unused with --nats-url")
 	s.memLimitMiB = fs.Int64("memory-limit-mib", 448, "soft limit of the Go runtime's memory (debug.SetMemoryLimit): near it the garbage collector runs more often rather than let the heap double; 0 for none; GOMEMLIMIT in the environment overrides it")
 	s.grace = fs.Duration("shutdown-timeout", 30*time.Second, "how long a shutdown may take to drain clients")
