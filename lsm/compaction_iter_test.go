@@ -58,15 +58,18 @@ var dropX = CompactionFilterFunc(func(_ int, _ []byte, _ Kind, v []byte) (Filter
 	return FilterKeep, nil
 })
 
+// iterCase is one compactionIter input, its setting and its output.
+type iterCase struct {
+	name      string
+	in        string
+	snapshots []uint64
+	base      bool // nothing below holds any key
+	filter    CompactionFilter
+	want      string
+}
+
 func TestCompactionIterRules(t *testing.T) {
-	cases := []struct {
-		name      string
-		in        string
-		snapshots []uint64
-		base      bool // nothing below holds any key
-		filter    CompactionFilter
-		want      string
-	}{
+	cases := []iterCase{
 		{"merges concatenate newest first", "a#3,MERGE=c a#2,MERGE=b a#1,MERGE=a", nil, false, nil, "a#3,MERGE=cba"},
 		{"merges become a set at the base", "a#3,MERGE=c a#2,MERGE=b", nil, true, nil, "a#3,SET=cb"},
 		{"merges fold into a set below them", "a#3,MERGE=c a#2,SET=b a#1,MERGE=z", nil, false, nil, "a#3,SET=cb"},
@@ -84,14 +87,8 @@ func TestCompactionIterRules(t *testing.T) {
 		{"filter skips what a snapshot sees", "a#3,SET=x b#9,SET=x", []uint64{5}, true, dropX, "a#3,SET=x"},
 		{"removed top set keeps snapshot data hidden", "a#9,SET=x a#3,SET=old", []uint64{5}, true, dropX, "a#9,DEL= a#3,SET=old"},
 	}
-	zeroCases := []struct {
-		name      string
-		in        string
-		snapshots []uint64
-		base      bool
-		filter    CompactionFilter
-		want      string
-	}{
+	// With zeroSeqs, as compactions below L0 run by default.
+	zeroCases := []iterCase{
 		{"zeroed: a set nothing below holds", "a#3,SET=c a#2,SET=b b#7,SET=d", nil, true, nil, "a#0,SET=c b#0,SET=d"},
 		{"zeroed: merges folded at the base", "a#3,MERGE=c a#2,MERGE=b", nil, true, nil, "a#0,SET=cb"},
 		{"zeroed: a filter's rewrite", "a#3,MERGE=c a#1,SET=x", nil, true, dropX, "a#0,SET=c"},
@@ -101,42 +98,30 @@ func TestCompactionIterRules(t *testing.T) {
 		{"kept: newer than a snapshot", "a#5,SET=new a#2,SET=old", []uint64{4}, true, nil, "a#5,SET=new a#0,SET=old"},
 		{"kept: a stripe above the oldest", "a#9,SET=n b#5,SET=m", []uint64{4, 6}, true, nil, "a#9,SET=n b#5,SET=m"},
 	}
-	for _, tc := range zeroCases {
-		t.Run(tc.name, func(t *testing.T) {
-			ci := &compactionIter{in: parseEntries(t, tc.in), merger: ConcatMerger, filter: tc.filter,
-				snapshots: tc.snapshots, isBase: func([]byte) bool { return tc.base }, zeroSeqs: true}
-			var got []string
-			for ok := ci.first(); ok; ok = ci.next() {
-				k, v := ci.current()
-				got = append(got, fmt.Sprintf("%s#%d,%s=%s", k.UserKey, k.Seq(), kindName(k.Kind()), v))
-			}
-			if ci.err != nil {
-				t.Fatal(ci.err)
-			}
-			if strings.Join(got, " ") != tc.want {
-				t.Fatalf("got  %q\nwant %q", strings.Join(got, " "), tc.want)
-			}
-		})
-	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			ci := &compactionIter{in: parseEntries(t, tc.in), merger: ConcatMerger, filter: tc.filter,
-				snapshots: tc.snapshots, isBase: func([]byte) bool { return tc.base }}
-			var got []string
-			for ok := ci.first(); ok; ok = ci.next() {
-				k, v := ci.current()
-				got = append(got, fmt.Sprintf("%s#%d,%s=%s", k.UserKey, k.Seq(), kindName(k.Kind()), v))
-			}
-			if ci.err != nil {
-				t.Fatal(ci.err)
-			}
-			if strings.Join(got, " ") != tc.want {
-				t.Fatalf("got  %q\nwant %q", strings.Join(got, " "), tc.want)
-			}
-			if tc.filter != nil && tc.want != tc.in && !ci.filterTouched && len(tc.snapshots) == 0 {
-				t.Fatal("filter changed output without recording it")
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkIterCase(t, tc, false) })
+	}
+	for _, tc := range zeroCases {
+		t.Run(tc.name, func(t *testing.T) { checkIterCase(t, tc, true) })
+	}
+}
+
+func checkIterCase(t *testing.T, tc iterCase, zeroSeqs bool) {
+	ci := &compactionIter{in: parseEntries(t, tc.in), merger: ConcatMerger, filter: tc.filter,
+		snapshots: tc.snapshots, isBase: func([]byte) bool { return tc.base }, zeroSeqs: zeroSeqs}
+	var got []string
+	for ok := ci.first(); ok; ok = ci.next() {
+		k, v := ci.current()
+		got = append(got, fmt.Sprintf("%s#%d,%s=%s", k.UserKey, k.Seq(), kindName(k.Kind()), v))
+	}
+	if ci.err != nil {
+		t.Fatal(ci.err)
+	}
+	if strings.Join(got, " ") != tc.want {
+		t.Fatalf("got  %q\nwant %q", strings.Join(got, " "), tc.want)
+	}
+	if tc.filter != nil && tc.want != tc.in && !ci.filterTouched && len(tc.snapshots) == 0 {
+		t.Fatal("filter changed output without recording it")
 	}
 }
 
