@@ -7,7 +7,7 @@ FUZZTIME ?= 200000x
 # Whole requests through the HTTP and NATS paths write to a store: fewer.
 SERVE_FUZZTIME ?= 20000x
 
-.PHONY: build test vet tools unit peers browser demo-ui demo-perf race fuzz bench-lsm bench-broker bench-storage bench-pebble bench-index cluster-local cluster-local-external
+.PHONY: build test vet tools unit peers browser demo-ui demo-perf race fuzz bench-lsm bench-broker bench-storage bench-pebble bench-index cluster-local cluster-local-external cluster-rolling
 
 test: vet tools unit peers browser js race fuzz
 
@@ -33,6 +33,11 @@ cluster-local:
 cluster-local-external: tools
 	$(GO) build -o $(CURDIR)/.bin/broker ./cmd/broker
 	NATS_SERVER=$(TOOLS)/nats-server scripts/cluster-local.sh $(CURDIR)/.bin/broker $(CURDIR)/data/cluster-external
+
+# A rolling restart of three nodes and growth to five, then a kill -9,
+# each under load and checked for completeness (bench/cmd/failover).
+cluster-rolling:
+	$(GO) run ./bench/cmd/failover -rolling -load-rate 300 -step 15s
 
 vet: tools
 	$(GO) vet ./...
