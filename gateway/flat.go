@@ -142,17 +142,11 @@ func (d *flatDecoder) field(req *Request, key []byte) bool {
 	var dur **Duration
 	switch string(key) {
 	case "id":
-		start := d.i
-		var ok bool
-		if d.i < len(d.b) && d.b[d.i] == '"' {
-			_, ok = d.str()
-		} else {
-			_, ok = d.number()
-		}
+		raw, ok := d.scalar()
 		if !ok {
 			return false
 		}
-		req.ID = append(json.RawMessage(nil), d.b[start:d.i]...)
+		req.ID = append(json.RawMessage(nil), raw...)
 		return true
 	case "self_join":
 		switch {
@@ -218,23 +212,30 @@ func (d *flatDecoder) field(req *Request, key []byte) bool {
 		*f = &x
 		return true
 	default:
-		start := d.i
-		var ok bool
-		if d.i < len(d.b) && d.b[d.i] == '"' {
-			_, ok = d.str()
-		} else {
-			_, ok = d.number()
-		}
+		raw, ok := d.scalar()
 		if !ok {
 			return false
 		}
 		v := new(Duration)
-		if v.UnmarshalJSON(d.b[start:d.i]) != nil {
+		if v.UnmarshalJSON(raw) != nil {
 			return false
 		}
 		*dur = v
 		return true
 	}
+}
+
+// scalar consumes a string or a number and returns it as written,
+// quotes included.
+func (d *flatDecoder) scalar() ([]byte, bool) {
+	start := d.i
+	var ok bool
+	if d.i < len(d.b) && d.b[d.i] == '"' {
+		_, ok = d.str()
+	} else {
+		_, ok = d.number()
+	}
+	return d.b[start:d.i], ok
 }
 
 // lit consumes the literal s.
