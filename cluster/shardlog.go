@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -67,18 +68,25 @@ func openLog(ctx context.Context, js jetstream.JetStream, shard, server string, 
 	l := &shardLog{js: js, stream: streamPrefix + shard, subject: logSubject + shard, owner: server}
 	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
 	defer cancel()
-	s, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	want := jetstream.StreamConfig{
 		Name: l.stream, Subjects: []string{l.subject}, Storage: jetstream.FileStorage,
 		Replicas: replicas, MaxAge: maxAge, Discard: jetstream.DiscardOld,
+		AllowDirect: true, // a take replays by direct gets (replay)
 		Description: "Cellcast shard " + shard + ": its replicated log (docs/cluster.md)",
-	})
-	if err != nil {
-		return nil, fmt.Errorf("cluster: stream %s: %w", l.stream, err)
 	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: stream %s: %w", l.stream, err)
+	// The stream's leader answers its info; creating or changing it needs
+	// the meta leader too, which a kill may have just taken away, so a
+	// take asks for that only when the stream is missing or differs.
+	s, err := js.Stream(ctx, l.stream)
+	if err != nil || !sameLog(s.CachedInfo().Config, want) {
+		if s, err = js.CreateOrUpdateStream(ctx, want); err != nil {
+			return nil, fmt.Errorf("cluster: stream %s: %w", l.stream, err)
+		}
+		if s, err = js.Stream(ctx, l.stream); err != nil {
+			return nil, fmt.Errorf("cluster: stream %s: %w", l.stream, err)
+		}
 	}
+	info := s.CachedInfo()
 	l.last, l.msgs = info.State.LastSeq, info.State.Msgs
 	if info.Cluster != nil && info.Cluster.Leader == server {
 		for _, r := range info.Cluster.Replicas {
@@ -89,6 +97,24 @@ func openLog(ctx context.Context, js jetstream.JetStream, shard, server string, 
 		}
 	}
 	return l, nil
+}
+
+// sameLog: whether an existing stream has the settings a shard log needs.
+func sameLog(have, want jetstream.StreamConfig) bool {
+	return len(have.Subjects) == 1 && have.Subjects[0] == want.Subjects[0] &&
+		have.Storage == want.Storage && have.Replicas == want.Replicas &&
+		have.MaxAge == want.MaxAge && have.Discard == want.Discard &&
+		have.AllowDirect == want.AllowDirect && have.Description == want.Description
+}
+
+func (l *shardLog) info(ctx context.Context) (*jetstream.StreamInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	defer cancel()
+	s, err := l.js.Stream(ctx, l.stream)
+	if err != nil {
+		return nil, err
+	}
+	return s.CachedInfo(), nil
 }
 
 // stepDown asks the stream's leader, when it is this node's own embedded
@@ -107,46 +133,93 @@ func (l *shardLog) stepDown(ctx context.Context, nc *nats.Conn) error {
 }
 
 // replay calls apply for each batch after sequence from, up to the last
-// sequence the stream held when replay began, and returns that sequence.
+// sequence the stream held when the log was opened.
+//
+// It reads with batched direct gets, which any current replica answers,
+// not through a consumer: creating a consumer needs the JetStream meta
+// leader, and right after a kill that may be the node that died, so a
+// take would wait out a meta election on top of the lease.
 func (l *shardLog) replay(ctx context.Context, from uint64, apply func(seq uint64, batch []entry) error) error {
 	if l.last <= from || l.msgs == 0 {
 		return nil
 	}
-	cctx, cancel := context.WithTimeout(ctx, stepTimeout)
-	c, err := l.js.OrderedConsumer(cctx, l.stream, jetstream.OrderedConsumerConfig{
-		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from + 1})
-	cancel()
+	nc := l.js.Conn()
+	inbox := nc.NewInbox()
+	msgs := make(chan *nats.Msg, replayBatch+1)
+	sub, err := nc.ChanSubscribe(inbox, msgs)
 	if err != nil {
 		return fmt.Errorf("cluster: replaying %s: %w", l.stream, err)
 	}
-	it, err := c.Messages(jetstream.PullMaxMessages(1024))
-	if err != nil {
-		return fmt.Errorf("cluster: replaying %s: %w", l.stream, err)
-	}
-	defer it.Stop()
-	for {
-		mctx, cancel := context.WithTimeout(ctx, stepTimeout)
-		m, err := it.Next(jetstream.NextContext(mctx))
-		cancel()
-		if err != nil {
+	defer sub.Unsubscribe()
+	subject := "$JS.API.DIRECT.GET." + l.stream
+	for next := from + 1; next <= l.last; {
+		req := fmt.Sprintf(`{"seq":%d,"batch":%d}`, next, replayBatch)
+		if err := nc.PublishRequest(subject, inbox, []byte(req)); err != nil {
 			return fmt.Errorf("cluster: replaying %s: %w", l.stream, err)
 		}
-		md, err := m.Metadata()
-		if err != nil {
+		got, done, err := l.replayBatch(ctx, msgs, apply)
+		if err != nil || done {
 			return err
 		}
-		batch, err := decodeBatch(m.Data())
+		if got == 0 {
+			// The replica that answered holds nothing from next on: a
+			// follower still catching up, or the rest expired meanwhile.
+			if info, err := l.info(ctx); err == nil && info.State.FirstSeq > l.last {
+				return nil
+			}
+			select {
+			case <-time.After(50 * time.Millisecond):
+			case <-ctx.Done():
+				return fmt.Errorf("cluster: replaying %s: %w", l.stream, ctx.Err())
+			}
+			continue
+		}
+		next = got + 1
+	}
+	return nil
+}
+
+// replayBatch applies one direct get's answer, up to l.last, and returns
+// the last sequence applied (0 if none), and whether the answer went past
+// l.last.
+func (l *shardLog) replayBatch(ctx context.Context, msgs <-chan *nats.Msg, apply func(seq uint64, batch []entry) error) (last uint64, done bool, err error) {
+	for {
+		var m *nats.Msg
+		select {
+		case m = <-msgs:
+		case <-time.After(stepTimeout):
+			return 0, false, fmt.Errorf("cluster: replaying %s: no answer to a direct get after sequence %d", l.stream, last)
+		case <-ctx.Done():
+			return 0, false, fmt.Errorf("cluster: replaying %s: %w", l.stream, ctx.Err())
+		}
+		switch m.Header.Get("Status") {
+		case "":
+		case "204", "404": // the batch's end; nothing from the asked sequence on
+			return last, done, nil
+		default:
+			return 0, false, fmt.Errorf("cluster: replaying %s: direct get answered %s %s", l.stream, m.Header.Get("Status"), m.Header.Get("Description"))
+		}
+		seq, err := strconv.ParseUint(m.Header.Get("Nats-Sequence"), 10, 64)
 		if err != nil {
-			return fmt.Errorf("%w at %s sequence %d", err, l.stream, md.Sequence.Stream)
+			return 0, false, fmt.Errorf("cluster: replaying %s: a direct get's answer has no sequence", l.stream)
 		}
-		if err := apply(md.Sequence.Stream, batch); err != nil {
-			return err
+		if seq > l.last {
+			done = true // written after the log was opened
+			continue
 		}
-		if md.Sequence.Stream >= l.last {
-			return nil
+		batch, err := decodeBatch(m.Data)
+		if err != nil {
+			return 0, false, fmt.Errorf("%w at %s sequence %d", err, l.stream, seq)
 		}
+		if err := apply(seq, batch); err != nil {
+			return 0, false, err
+		}
+		last = seq
 	}
 }
+
+// replayBatch is how many log messages one direct get asks for.
+const replayBatch = 1024
 
 // stepTimeout bounds each JetStream request of a take (opening the
 // stream, creating the replay's consumer, each message of the replay): a
