@@ -35,3 +35,4 @@ func BenchmarkPubHeavySelfJoin(b *testing.B) {
 func TestRSS(t *testing.T) { storetest.RSS(t, Open) }
 
 func TestScanPublications(t *testing.T) { storetest.ScanPublications(t, Open) }
+func TestShallowestMark(t *testing.T)   { storetest.ShallowestMark(t, Open) }

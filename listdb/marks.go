@@ -46,6 +46,17 @@ func (m *mark) raise(db MetaStore, v int64) error {
 	if v <= m.v.Load() {
 		return nil
 	}
+	return m.set(db, v)
+}
+
+func (m *mark) lower(db MetaStore, v int64) error {
+	if v >= m.v.Load() {
+		return nil
+	}
+	return m.set(db, v)
+}
+
+func (m *mark) set(db MetaStore, v int64) error {
 	if err := db.Set(m.key, binary.LittleEndian.AppendUint64(nil, uint64(v))); err != nil {
 		return err
 	}
@@ -53,15 +64,22 @@ func (m *mark) raise(db MetaStore, v int64) error {
 	return nil
 }
 
+// noCells is the shallowest mark of a namespace nothing was written to.
+const noCells = 255
+
 // raiseMarks records, before the write, the depth of the cells an
-// operation at c writes to and the lifetime of its record, rounded up to
-// whole seconds so marks rarely move. st.mu is held.
+// operation at c writes to (the deepest and the shallowest so far) and
+// the lifetime of its record, rounded up to whole seconds so marks rarely
+// move. st.mu is held.
 func (st *Store) raiseMarks(list List, c subscriptions.Cell, lifetime int64) error {
 	depth := len(c.ID)
 	if st.cfg.Granularity == Fixed {
 		depth = st.cfg.LeafDepth
 	}
 	if err := st.deepest[nsIndex(c.NS)].raise(st.b.Meta(), int64(depth)); err != nil {
+		return err
+	}
+	if err := st.shallowest[nsIndex(c.NS)].lower(st.b.Meta(), int64(depth)); err != nil {
 		return err
 	}
 	sec := int64(time.Second)

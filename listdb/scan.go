@@ -45,7 +45,7 @@ func (st *Store) scanCells(cells []subscriptions.Cell, sc *scanState, lists List
 	}
 	var done []dewey.ID // ancestors read; a cover's few dozen at most
 	for _, c := range cells {
-		for d := 1; d < len(c.ID); d++ {
+		for d := st.firstAncestor(c.NS); d < len(c.ID); d++ {
 			a := c.ID[:d]
 			if slices.ContainsFunc(done, a.Equal) || slices.ContainsFunc(cells, func(o subscriptions.Cell) bool { return o.NS == c.NS && o.ID.IsAncestorOrSelf(a) }) {
 				continue
@@ -138,12 +138,18 @@ func (st *Store) scanParts(c subscriptions.Cell, subtree, ancestors bool, lists 
 	if !ancestors {
 		return nil
 	}
-	for d := 1; d < len(c.ID); d++ {
+	for d := st.firstAncestor(c.NS); d < len(c.ID); d++ {
 		if err := run(cellKey(subscriptions.Cell{NS: c.NS, ID: c.ID[:d]}), nil); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// firstAncestor is the depth of the shallowest ancestor a scan in ns
+// reads: none above the shallowest cell ever written there.
+func (st *Store) firstAncestor(ns subscriptions.Namespace) int {
+	return int(max(1, min(st.shallowest[nsIndex(ns)].v.Load(), noCells)))
 }
 
 // scanState is what one operation's scan remembers: cancels seen so far

@@ -50,6 +50,10 @@ type Store struct {
 	// store's real windows instead of the configured limits).
 	deepest [2]mark
 	span    [2]mark
+	// shallowest is the low-water mark beside deepest: per namespace the
+	// depth of the shallowest cell written. A scan reads no ancestor
+	// above it (S2 cells of level 10 and finer leave ten empty levels).
+	shallowest [2]mark
 
 	// pastHint sizes a subscription's past results ahead: a running
 	// average of how many there were. Appending 300 of them one by one
@@ -80,15 +84,27 @@ func NewStore(b Backend, cfg Config) (*Store, error) {
 	fresh := errors.Is(err, lsm.ErrNotFound) // nothing was ever written
 	st.deepest[0].key, st.deepest[1].key = []byte("m/deepest/c"), []byte("m/deepest/t")
 	st.span[Pubs].key, st.span[Subs].key = []byte("m/span/pubs"), []byte("m/span/subs")
+	st.shallowest[0].key, st.shallowest[1].key = []byte("m/shallowest/c"), []byte("m/shallowest/t")
 	for _, m := range []struct {
 		*mark
 		legacy int64
 	}{
 		{&st.deepest[0], 255}, {&st.deepest[1], 255},
 		{&st.span[Pubs], int64(st.limits.MaxExpiry)}, {&st.span[Subs], int64(st.limits.MaxFuture)},
+		{&st.shallowest[0], 0}, {&st.shallowest[1], 0},
 	} {
 		if err := m.load(b.Meta(), fresh, m.legacy); err != nil {
 			return nil, err
+		}
+	}
+	// A fresh store holds no cell: its shallowest marks start deeper than
+	// any cell, and are written now, so that a store without them is one
+	// written before they existed (legacy: every ancestor is read).
+	for i := range st.shallowest {
+		if fresh {
+			if err := st.shallowest[i].set(b.Meta(), noCells); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if st.clock == nil {
