@@ -394,3 +394,66 @@ func TestBlockedFilter(t *testing.T) {
 		}
 	}
 }
+
+// Every filter prefix of every key is in the table's filter, however the
+// writer skips those its neighbours already named: keys of random paths
+// whose prefixes are their ancestors, named shallowest first, each key in
+// one of two lists (a trailing flag) as DualDB's are. And it does skip
+// them: the filter holds each ancestor a few times, not once per key.
+func TestFilterPrefixesAllPresent(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	seen := map[string]bool{}
+	var ents []kv
+	for len(ents) < 4000 {
+		k := []byte{'c'}
+		for d := 1 + rng.Intn(12); d > 0; d-- {
+			k = append(k, byte('a'+rng.Intn(3)))
+		}
+		k = append(k, "sp"[rng.Intn(2)])
+		if seen[string(k)] {
+			continue
+		}
+		seen[string(k)] = true
+		ents = append(ents, kv{base.MakeKey(k, 1, base.KindSet), []byte("v")})
+	}
+	sort.Slice(ents, func(i, j int) bool { return base.Compare(ents[i].k, ents[j].k) < 0 })
+	prefixes := func(k []byte, add func([]byte)) {
+		add(k[:len(k)-1])
+		for e := 2; e < len(k)-1; e++ {
+			add(append(append([]byte(nil), k[:e]...), '|'))
+			add(append(append([]byte(nil), k[:e]...), '|', k[len(k)-1]))
+		}
+	}
+	fs := vfs.NewMem()
+	f, err := fs.Create("/t.sst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := NewWriter(f, WriterOptions{FilterPrefixes: prefixes})
+	for _, e := range ents {
+		if err := w.Add(e.k, e.v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries := len(w.filterEnds)
+	meta, err := w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	r := openTable(t, fs, "/t.sst", meta.Size, ReaderOptions{})
+	defer r.Close()
+	named, distinct := 0, map[string]bool{}
+	for _, e := range ents {
+		prefixes(e.k.UserKey, func(p []byte) {
+			named++
+			distinct[string(p)] = true
+			if !r.MayContain(p) {
+				t.Fatalf("the filter lacks %q, a prefix of %q", p, e.k.UserKey)
+			}
+		})
+	}
+	if added := entries - len(ents); added > 2*len(distinct) {
+		t.Fatalf("%d prefixes added for %d distinct ones (%d named)", added, len(distinct), named)
+	}
+}

@@ -51,13 +51,16 @@ type Writer struct {
 	// marks where each ends.
 	filterKeys []byte
 	filterEnds []int
-	// lastPrefixes are the filter prefixes most recently added.
-	lastPrefixes [][]byte
-	lastKey      []byte
-	keyBuf       []byte
-	hasLast      bool
-	smallest     base.InternalKey
-	err          error
+	// prefixes holds the filter prefixes of this key (as far as named yet)
+	// and of the two before it, in the order FilterPrefixes names them;
+	// addPrefix is w.addFilterPrefix, bound once.
+	prefixes  [3]prefixList
+	addPrefix func([]byte)
+	lastKey   []byte
+	keyBuf    []byte
+	hasLast   bool
+	smallest  base.InternalKey
+	err       error
 }
 
 // NewWriter starts a table at the beginning of w.
@@ -87,7 +90,12 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 		w.props.NumKeys++
 		w.addFilterKey(key.UserKey)
 		if w.opts.FilterPrefixes != nil {
-			w.opts.FilterPrefixes(key.UserKey, w.addFilterPrefix)
+			if w.addPrefix == nil {
+				w.addPrefix = w.addFilterPrefix
+			}
+			w.prefixes[0], w.prefixes[1], w.prefixes[2] = w.prefixes[2], w.prefixes[0], w.prefixes[1]
+			w.prefixes[0].reset()
+			w.opts.FilterPrefixes(key.UserKey, w.addPrefix)
 		}
 	}
 	for _, c := range w.opts.Collectors {
@@ -121,19 +129,41 @@ func (w *Writer) addFilterKey(k []byte) {
 	w.filterEnds = append(w.filterEnds, len(w.filterKeys))
 }
 
-// addFilterPrefix adds a prefix unless the previous key already added it:
-// sorted keys share their prefixes with their neighbours.
+// addFilterPrefix adds a prefix unless one of the two previous keys named
+// it in the same place: sorted keys share their prefixes (ancestor cells)
+// with their neighbours, named shallowest first, and a key of the other
+// list of the same cell (DualDB) sits between them.
 func (w *Writer) addFilterPrefix(p []byte) {
-	for _, q := range w.lastPrefixes {
-		if bytes.Equal(p, q) {
-			return
-		}
+	i := len(w.prefixes[0].ends)
+	if !w.prefixes[1].has(i, p) && !w.prefixes[2].has(i, p) {
+		w.addFilterKey(p)
 	}
-	w.addFilterKey(p)
-	if len(w.lastPrefixes) >= 16 {
-		w.lastPrefixes = w.lastPrefixes[1:]
+	w.prefixes[0].add(p)
+}
+
+// prefixList is one key's filter prefixes, back to back.
+type prefixList struct {
+	buf  []byte
+	ends []int
+}
+
+func (l *prefixList) reset() { l.buf, l.ends = l.buf[:0], l.ends[:0] }
+
+func (l *prefixList) add(p []byte) {
+	l.buf = append(l.buf, p...)
+	l.ends = append(l.ends, len(l.buf))
+}
+
+// has reports whether the list's i-th prefix is p.
+func (l *prefixList) has(i int, p []byte) bool {
+	if i >= len(l.ends) {
+		return false
 	}
-	w.lastPrefixes = append(w.lastPrefixes, append([]byte(nil), p...))
+	start := 0
+	if i > 0 {
+		start = l.ends[i-1]
+	}
+	return bytes.Equal(l.buf[start:l.ends[i]], p)
 }
 
 // EstimatedSize is the file size if the table were finished now.
