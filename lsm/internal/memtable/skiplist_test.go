@@ -187,3 +187,26 @@ func TestFilterHasEveryKey(t *testing.T) {
 		t.Fatalf("%d false positives of 5000", fp)
 	}
 }
+
+// The blocked filter at its design load (about 26 bits an entry) keeps
+// false positives well under 1%, with no false negative.
+func TestFilterFalsePositivesAtDesignLoad(t *testing.T) {
+	f := newBloom(1 << 20)
+	const n = 10000
+	for i := 0; i < n; i++ {
+		f.add([]byte(fmt.Sprintf("in%d", i)))
+	}
+	fp := 0
+	for i := 0; i < 100000; i++ {
+		if !f.mayContain([]byte(fmt.Sprintf("in%d", i%n))) {
+			t.Fatalf("false negative for in%d", i%n)
+		}
+		if f.mayContain([]byte(fmt.Sprintf("out%d", i))) {
+			fp++
+		}
+	}
+	if fp > 300 {
+		t.Fatalf("%d false positives of 100000", fp)
+	}
+	t.Logf("%d false positives of 100000", fp)
+}
