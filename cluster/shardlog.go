@@ -78,13 +78,16 @@ func openLog(ctx context.Context, js jetstream.JetStream, shard, server string, 
 	// the meta leader too, which a kill may have just taken away, so a
 	// take asks for that only when the stream is missing or differs.
 	s, err := js.Stream(ctx, l.stream)
-	if err != nil || !sameLog(s.CachedInfo().Config, want) {
-		if s, err = js.CreateOrUpdateStream(ctx, want); err != nil {
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound) || err == nil && !sameLog(s.CachedInfo().Config, want):
+		if _, err = js.CreateOrUpdateStream(ctx, want); err != nil {
 			return nil, fmt.Errorf("cluster: stream %s: %w", l.stream, err)
 		}
 		if s, err = js.Stream(ctx, l.stream); err != nil {
 			return nil, fmt.Errorf("cluster: stream %s: %w", l.stream, err)
 		}
+	case err != nil:
+		return nil, fmt.Errorf("cluster: stream %s: %w", l.stream, err) // its leader elects: the take tries again
 	}
 	info := s.CachedInfo()
 	l.last, l.msgs = info.State.LastSeq, info.State.Msgs
