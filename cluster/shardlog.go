@@ -77,19 +77,18 @@ func openLog(ctx context.Context, js jetstream.JetStream, shard, server string, 
 	// The stream's leader answers its info; creating or changing it needs
 	// the meta leader too, which a kill may have just taken away, so a
 	// take asks for that only when the stream is missing or differs.
-	s, err := js.Stream(ctx, l.stream)
+	info, err := l.info(ctx)
 	switch {
-	case errors.Is(err, jetstream.ErrStreamNotFound) || err == nil && !sameLog(s.CachedInfo().Config, want):
+	case errors.Is(err, jetstream.ErrStreamNotFound) || err == nil && !sameLog(info.Config, want):
 		if _, err = js.CreateOrUpdateStream(ctx, want); err != nil {
 			return nil, fmt.Errorf("cluster: stream %s: %w", l.stream, err)
 		}
-		if s, err = js.Stream(ctx, l.stream); err != nil {
+		if info, err = l.info(ctx); err != nil {
 			return nil, fmt.Errorf("cluster: stream %s: %w", l.stream, err)
 		}
 	case err != nil:
 		return nil, fmt.Errorf("cluster: stream %s: %w", l.stream, err) // its leader elects: the take tries again
 	}
-	info := s.CachedInfo()
 	l.last, l.msgs = info.State.LastSeq, info.State.Msgs
 	if info.Cluster != nil && info.Cluster.Leader == server {
 		for _, r := range info.Cluster.Replicas {
@@ -110,6 +109,7 @@ func sameLog(have, want jetstream.StreamConfig) bool {
 		have.AllowDirect == want.AllowDirect && have.Description == want.Description
 }
 
+// info asks the stream's leader for the stream's settings and state.
 func (l *shardLog) info(ctx context.Context) (*jetstream.StreamInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
 	defer cancel()
@@ -225,10 +225,10 @@ func (l *shardLog) replayBatch(ctx context.Context, msgs <-chan *nats.Msg, apply
 const replayBatch = 1024
 
 // stepTimeout bounds each JetStream request of a take (opening the
-// stream, creating the replay's consumer, each message of the replay): a
-// request lost to a leader election is never answered, and the take is
-// tried again from the start, so the shard is served soon after the
-// election ends rather than when one long attempt gives up. An election
+// stream, each direct get of the replay): a request lost to a leader
+// election is never answered, and the take is tried again from the start,
+// so the shard is served soon after the election ends rather than when
+// one long attempt gives up. An election
 // takes 1-2 s with the embedded servers' timing (broker.ClusterConfig's
 // ElectionTimeout), so a step waits no longer than that.
 const stepTimeout = time.Second

@@ -100,8 +100,8 @@ func NewStore(b Backend, cfg Config) (*Store, error) {
 	// A fresh store holds no cell: its shallowest marks start deeper than
 	// any cell, and are written now, so that a store without them is one
 	// written before they existed (legacy: every ancestor is read).
-	for i := range st.shallowest {
-		if fresh {
+	if fresh {
+		for i := range st.shallowest {
 			if err := st.shallowest[i].set(b.Meta(), noCells); err != nil {
 				return nil, err
 			}

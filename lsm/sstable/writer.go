@@ -67,6 +67,7 @@ type Writer struct {
 func NewWriter(w io.Writer, opts WriterOptions) *Writer {
 	tw := &Writer{w: w, opts: opts.withDefaults()}
 	tw.props.SmallestSeq = base.SeqMax
+	tw.addPrefix = tw.addFilterPrefix
 	for _, c := range tw.opts.Collectors {
 		tw.props.Collectors = append(tw.props.Collectors, c.Name())
 	}
@@ -90,9 +91,6 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 		w.props.NumKeys++
 		w.addFilterKey(key.UserKey)
 		if w.opts.FilterPrefixes != nil {
-			if w.addPrefix == nil {
-				w.addPrefix = w.addFilterPrefix
-			}
 			w.prefixes[0], w.prefixes[1], w.prefixes[2] = w.prefixes[2], w.prefixes[0], w.prefixes[1]
 			w.prefixes[0].reset()
 			w.opts.FilterPrefixes(key.UserKey, w.addPrefix)
