@@ -17,7 +17,7 @@ func smallOptions(fs vfs.FS) *Options {
 	return &Options{
 		FS: fs, Logger: quietLogger, MemTableSize: 64 << 10, TargetFileSize: 32 << 10, LBaseMaxBytes: 128 << 10,
 		BlockSize: 1 << 10, BlockCacheSize: 256 << 10, L0CompactionThreshold: 2,
-		L0SlowdownWritesThreshold: 4, L0StopWritesThreshold: 8,
+		L0SlowdownWritesThreshold: 4, L0StopWritesThreshold: 8, CompactConcurrency: 4,
 	}
 }
 

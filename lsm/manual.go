@@ -1,8 +1,12 @@
 package lsm
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/seed84792017/cellcast/lsm/internal/manifest"
 )
@@ -32,7 +36,9 @@ func (d *DB) Flush() error {
 // data and finally rewrites that level, so the range ends in one level with
 // merged lists and everything the compaction filter rejects dropped. A file
 // with nothing below it to merge with is moved, not rewritten; in the last
-// level, the tables a rewrite would leave unchanged are skipped.
+// level, the tables a rewrite would leave unchanged are skipped. Each step
+// below L0 runs as CompactConcurrency compactions at once over disjoint
+// key ranges.
 func (d *DB) Compact(ctx context.Context, start, end []byte) error {
 	if err := d.Flush(); err != nil {
 		return err
@@ -61,19 +67,42 @@ func (d *DB) Compact(ctx context.Context, start, end []byte) error {
 		v := d.vs.current
 		v.Ref()
 		d.mu.Unlock()
-		for _, c := range d.manualCompactions(v, lvl, last, start, end) {
-			v.Ref()
-			if err := d.runCompaction(c); err != nil {
-				d.deleteObsolete(v.Unref())
-				d.mu.Lock()
-				d.setBgErrLocked(fmt.Errorf("compaction: %w", err))
-				d.mu.Unlock()
-				return err
-			}
-		}
+		err := d.runJobs(v, d.manualCompactions(v, lvl, last, start, end))
 		d.deleteObsolete(v.Unref())
+		if err != nil {
+			d.mu.Lock()
+			d.setBgErrLocked(fmt.Errorf("compaction: %w", err))
+			d.mu.Unlock()
+			return err
+		}
 	}
 	return nil
+}
+
+// runJobs runs one step's jobs, which touch disjoint files and key ranges,
+// on up to CompactConcurrency goroutines; after a failure no further job
+// starts. Each job takes its own reference on v.
+func (d *DB) runJobs(v *manifest.Version, jobs []*compaction) error {
+	var (
+		next   atomic.Int64
+		failed atomic.Bool
+		wg     sync.WaitGroup
+		errs   = make([]error, len(jobs))
+	)
+	for range min(d.opts.CompactConcurrency, len(jobs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1) - 1; i < int64(len(jobs)) && !failed.Load(); i = next.Add(1) - 1 {
+				v.Ref()
+				if errs[i] = d.runCompaction(jobs[i]); errs[i] != nil {
+					failed.Store(true)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // manualCompactions plans Compact's step for one level of v: its files in
@@ -90,10 +119,7 @@ func (d *DB) manualCompactions(v *manifest.Version, lvl, last int, start, end []
 		for out < last && v.NumFiles(out) == 0 {
 			out++
 		}
-		c := &compaction{level: lvl, out: out, version: v}
-		c.inputs[0] = files
-		d.setupCompaction(c)
-		return []*compaction{c}
+		return d.splitCompaction(v, lvl, out, files)
 	}
 	var jobs []*compaction
 	var run []*manifest.FileMetadata
@@ -114,6 +140,56 @@ func (d *DB) manualCompactions(v *manifest.Version, lvl, last int, start, end []
 	}
 	cut()
 	return jobs
+}
+
+// splitCompaction plans the move of files (sorted, from lvl) into out as
+// jobs over disjoint key ranges that can run at once: a cut falls only
+// between two files that share no table at out, and the jobs are of about
+// a quarter of each goroutine's share, so the goroutines finish together.
+// L0's files overlap one another and move as one job.
+func (d *DB) splitCompaction(v *manifest.Version, lvl, out int, files []*manifest.FileMetadata) []*compaction {
+	job := func(fs []*manifest.FileMetadata) *compaction {
+		c := &compaction{level: lvl, out: out, version: v}
+		c.inputs[0] = fs
+		d.setupCompaction(c)
+		return c
+	}
+	if lvl == 0 || d.opts.CompactConcurrency < 2 {
+		return []*compaction{job(files)}
+	}
+	below := func(f *manifest.FileMetadata) uint64 {
+		return sumSize(v.Overlapping(out, f.Smallest.UserKey, f.Largest.UserKey))
+	}
+	var total uint64
+	for _, f := range files {
+		total += f.Size + below(f)
+	}
+	target := total / uint64(4*d.opts.CompactConcurrency)
+	var jobs []*compaction
+	first, size := 0, uint64(0)
+	for i, f := range files {
+		size += f.Size + below(f)
+		if i+1 < len(files) && size >= target && !sharesBelow(v, out, f, files[i+1]) {
+			jobs = append(jobs, job(files[first:i+1]))
+			first, size = i+1, 0
+		}
+	}
+	return append(jobs, job(files[first:]))
+}
+
+// sharesBelow reports whether a and b, adjacent files of one level with a
+// before b, both overlap one table at out (or share a user key), so that
+// they must be compacted by the same job.
+func sharesBelow(v *manifest.Version, out int, a, b *manifest.FileMetadata) bool {
+	if bytes.Equal(a.Largest.UserKey, b.Smallest.UserKey) {
+		return true
+	}
+	for _, f := range v.Overlapping(out, a.Largest.UserKey, b.Smallest.UserKey) {
+		if bytes.Compare(f.Smallest.UserKey, a.Largest.UserKey) <= 0 && bytes.Compare(f.Largest.UserKey, b.Smallest.UserKey) >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // settled reports whether rewriting a last-level table would write it

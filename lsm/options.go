@@ -3,6 +3,7 @@ package lsm
 import (
 	"fmt"
 	"log/slog"
+	"runtime"
 
 	"github.com/seed84792017/cellcast/lsm/internal/base"
 	"github.com/seed84792017/cellcast/lsm/sstable"
@@ -121,6 +122,10 @@ type Options struct {
 	LBaseMaxBytes int64
 	// LevelMultiplier is the size ratio between levels. Default 10.
 	LevelMultiplier int
+	// CompactConcurrency is how many compactions a manual Compact runs at
+	// once, each over its own key range. Background compactions run one at
+	// a time. Default GOMAXPROCS.
+	CompactConcurrency int
 	// TargetFileSize is the size at which compaction starts a new output
 	// table. Default 2 MiB.
 	TargetFileSize int64
@@ -156,8 +161,9 @@ type Options struct {
 	// OnShadowed, when set, is called during flush and compaction with each
 	// Set that a newer entry of its key hides from every reader, as it is
 	// dropped: a secondary index can drop what pointed at it. It runs on
-	// the background goroutine, so it must be quick and must not write to
-	// this DB; key and value are valid only during the call.
+	// flush and compaction goroutines, several at once, so it must be
+	// quick, safe for concurrent use and must not write to this DB; key
+	// and value are valid only during the call.
 	OnShadowed func(key, value []byte)
 	// BlockPropertyCollectors make fresh collectors for each table written.
 	BlockPropertyCollectors []func() BlockPropertyCollector
@@ -198,6 +204,7 @@ func (o *Options) withDefaults() *Options {
 	setDefault64(&out.LBaseMaxBytes, 64<<20)
 	setDefault(&out.LevelMultiplier, 10)
 	setDefault64(&out.TargetFileSize, 2<<20)
+	setDefault(&out.CompactConcurrency, runtime.GOMAXPROCS(0))
 	setDefault(&out.BlockSize, 4<<10)
 	setDefault(&out.BloomBitsPerKey, 10)
 	setDefault64(&out.BlockCacheSize, 8<<20)
@@ -224,6 +231,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("%w: LevelMultiplier must be at least 2", ErrInvalidOptions)
 	case o.TargetFileSize < 4<<10 || o.LBaseMaxBytes < o.TargetFileSize:
 		return fmt.Errorf("%w: TargetFileSize must be at least 4 KiB and at most LBaseMaxBytes", ErrInvalidOptions)
+	case o.CompactConcurrency < 1:
+		return fmt.Errorf("%w: CompactConcurrency must be positive", ErrInvalidOptions)
 	case o.MemTableStopWritesThreshold < 1:
 		return fmt.Errorf("%w: MemTableStopWritesThreshold must be positive", ErrInvalidOptions)
 	case o.Merger.Merge == nil || o.Merger.Name == "":
