@@ -3,6 +3,7 @@ package lsm
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/seed84792017/cellcast/lsm/internal/manifest"
@@ -62,21 +63,34 @@ func (d *DB) compactLoop() {
 	}
 }
 
-// levelScores rates how overdue each level is: L0 by file count, deeper
-// levels by size against their target. The last level is never a source.
+// levelScores rates how overdue each level is. A level's fill is L0's file
+// count against L0CompactionThreshold, a deeper level's size against its
+// target; a level is due at a fill of 1. Among due levels the one whose
+// fill is highest against the fill of the level it compacts into goes
+// first (as in Pebble): a full level below is drained before more is
+// pushed into it, so a move from above does not merge with a level grown
+// past its target. The last level is never a source.
 func (d *DB) levelScores(v *manifest.Version) (best int, score float64, t levelTargets) {
 	t = d.opts.levelTargets(v)
-	best, score = -1, 0
-	s := float64(v.NumFiles(0)) / float64(d.opts.L0CompactionThreshold)
-	if s < 1 && d.l0SeeksDue(v) {
-		s = 1
-	}
-	if s > score {
-		best, score = 0, s
+	var fill [manifest.NumLevels]float64
+	fill[0] = float64(v.NumFiles(0)) / float64(d.opts.L0CompactionThreshold)
+	if fill[0] < 1 && d.l0SeeksDue(v) {
+		fill[0] = 1
 	}
 	for lvl := 1; lvl < manifest.NumLevels-1; lvl++ {
-		s := float64(v.LevelSize(lvl)) / t.max[lvl]
-		if s > score {
+		fill[lvl] = float64(v.LevelSize(lvl)) / t.max[lvl]
+	}
+	fill[manifest.NumLevels-1] = 1
+	best, score = -1, 0
+	for lvl := 0; lvl < manifest.NumLevels-1; lvl++ {
+		if fill[lvl] < 1 {
+			continue
+		}
+		next := lvl + 1
+		if lvl == 0 {
+			next = t.base
+		}
+		if s := fill[lvl] / max(0.01, fill[next]); s > score {
 			best, score = lvl, s
 		}
 	}
@@ -84,18 +98,18 @@ func (d *DB) levelScores(v *manifest.Version) (best int, score float64, t levelT
 }
 
 func (d *DB) compactionDueLocked() bool {
-	_, score, _ := d.levelScores(d.vs.current)
-	return score >= 1
+	best, _, _ := d.levelScores(d.vs.current)
+	return best >= 0
 }
 
 // pickCompactionLocked chooses the most overdue level and a file in it: for
 // L0 the oldest file grown to every overlapping L0 file, into the base
-// level; deeper, the first file after the level's compaction pointer, round
-// robin through the keys, into the level below.
+// level; deeper, the file that rewrites the fewest bytes below per byte it
+// moves (minOverlap), into the level below.
 func (d *DB) pickCompactionLocked() *compaction {
 	v := d.vs.current
-	level, score, t := d.levelScores(v)
-	if score < 1 {
+	level, _, t := d.levelScores(v)
+	if level < 0 {
 		return nil
 	}
 	c := &compaction{level: level, out: level + 1, version: v}
@@ -105,19 +119,27 @@ func (d *DB) pickCompactionLocked() *compaction {
 		f := files[0]
 		c.inputs[0] = v.Overlapping(0, f.Smallest.UserKey, f.Largest.UserKey)
 	} else {
-		ptr := d.compactPtr[level]
-		pick := files[0]
-		for _, f := range files {
-			if ptr == nil || bytes.Compare(f.Smallest.UserKey, ptr) > 0 {
-				pick = f
-				break
-			}
-		}
-		c.inputs[0] = []*manifest.FileMetadata{pick}
+		c.inputs[0] = []*manifest.FileMetadata{minOverlap(v, level, files)}
 	}
 	d.setupCompaction(c)
 	v.Ref()
 	return c
+}
+
+// minOverlap picks the file of level whose move rewrites the fewest bytes
+// of the level below per byte of its own, as RocksDB and Pebble do by
+// default: against a round robin through the keys it lowers the write
+// amplification, so compaction keeps up and fewer old versions wait in the
+// upper levels. Ties go to the first file.
+func minOverlap(v *manifest.Version, level int, files []*manifest.FileMetadata) *manifest.FileMetadata {
+	best, bestRatio := files[0], math.Inf(1)
+	for _, f := range files {
+		below := sumSize(v.Overlapping(level+1, f.Smallest.UserKey, f.Largest.UserKey))
+		if r := float64(below) / float64(max(f.Size, 1)); r < bestRatio {
+			best, bestRatio = f, r
+		}
+	}
+	return best
 }
 
 // setupCompaction adds the overlapping files of the output level and the
@@ -153,7 +175,6 @@ func (d *DB) runCompaction(c *compaction) error {
 		if c.level == 0 {
 			d.resetL0Seeks()
 		}
-		d.compactPtr[c.level] = append([]byte(nil), f.Largest.UserKey...)
 		d.updateReadStateLocked()
 		d.m.moves.Add(1)
 		return nil
@@ -229,9 +250,6 @@ func (d *DB) runCompaction(c *compaction) error {
 		}
 		if c.level == 0 {
 			d.resetL0Seeks()
-		}
-		if _, hi := manifest.KeyRange(c.inputs[0]); hi != nil {
-			d.compactPtr[c.level] = append([]byte(nil), hi...)
 		}
 		d.updateReadStateLocked()
 		d.mu.Unlock()

@@ -108,7 +108,6 @@ type DB struct {
 	compactCond   sync.Cond // signalled when compaction may be due
 	snapshots     snapshotList
 	snapshotEpoch uint64
-	compactPtr    [manifest.NumLevels][]byte
 	// checkpoints counts Checkpoint calls under way; while any is, no WAL
 	// is deleted (the next flush after them deletes the obsolete ones).
 	checkpoints int
