@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -48,6 +49,12 @@ type Reader struct {
 	name    string
 	opts    ReaderOptions
 	index   []indexEntry
+	// shared and heads let findBlock search 8-byte integers in one array
+	// rather than chase a pointer per step: shared is the prefix every
+	// block's last user key has in common, heads[i] the next 8 bytes of
+	// block i's (zero-padded, big-endian).
+	shared  []byte
+	heads   []uint64
 	filter  *filter
 	props   Properties
 	collIdx map[string]int
@@ -192,7 +199,28 @@ func (r *Reader) decodeIndex(raw []byte, off int64, limit uint64) error {
 	if len(r.index) == 0 {
 		return base.Corruptf(r.name, off, "empty index")
 	}
+	first, last := r.index[0].lastUserKey, r.index[len(r.index)-1].lastUserKey
+	n := 0
+	for n < len(first) && n < len(last) && first[n] == last[n] {
+		n++
+	}
+	r.shared = first[:n]
+	r.heads = make([]uint64, len(r.index))
+	for i := range r.index {
+		r.heads[i] = head(r.index[i].lastUserKey[n:])
+	}
 	return nil
+}
+
+// head is b's first 8 bytes as a big-endian integer, zero-padded: for
+// keys a <= b, head(a) <= head(b).
+func head(b []byte) uint64 {
+	if len(b) >= 8 {
+		return binary.BigEndian.Uint64(b)
+	}
+	var buf [8]byte
+	copy(buf[:], b)
+	return binary.BigEndian.Uint64(buf[:])
 }
 
 // Close closes the file.
@@ -302,9 +330,22 @@ func (r *Reader) dataBlock(i int) ([]byte, error) {
 }
 
 // findBlock returns the first block whose last user key is >= userKey.
+// Every last key begins with r.shared, so a key that does not sorts before
+// or after them all; otherwise the heads narrow the search to the blocks
+// whose next 8 bytes tie with the key's, and only those compare in full.
 func (r *Reader) findBlock(userKey []byte) int {
-	return sort.Search(len(r.index), func(i int) bool {
-		return bytes.Compare(r.index[i].lastUserKey, userKey) >= 0
+	n := len(r.shared)
+	if len(userKey) < n || !bytes.Equal(userKey[:n], r.shared) {
+		if bytes.Compare(userKey, r.shared) < 0 {
+			return 0
+		}
+		return len(r.index)
+	}
+	h := head(userKey[n:])
+	lo, _ := slices.BinarySearch(r.heads, h)
+	hi := lo + sort.Search(len(r.heads)-lo, func(i int) bool { return r.heads[lo+i] > h })
+	return lo + sort.Search(hi-lo, func(i int) bool {
+		return bytes.Compare(r.index[lo+i].lastUserKey, userKey) >= 0
 	})
 }
 
