@@ -45,10 +45,10 @@ type indexEntry struct {
 
 // Reader reads one table. It is safe for concurrent use.
 type Reader struct {
-	f       vfs.File
-	name    string
-	opts    ReaderOptions
-	index   []indexEntry
+	f     vfs.File
+	name  string
+	opts  ReaderOptions
+	index []indexEntry
 	// shared and heads let findBlock search 8-byte integers in one array
 	// rather than chase a pointer per step: shared is the prefix every
 	// block's last user key has in common, heads[i] the next 8 bytes of
