@@ -55,6 +55,7 @@ type Reader struct {
 	// block i's (zero-padded, big-endian).
 	shared  []byte
 	heads   []uint64
+	dataEnd uint64 // where the last data block ends
 	filter  *filter
 	props   Properties
 	collIdx map[string]int
@@ -205,6 +206,8 @@ func (r *Reader) decodeIndex(raw []byte, off int64, limit uint64) error {
 		n++
 	}
 	r.shared = first[:n]
+	lastBlock := r.index[len(r.index)-1].h
+	r.dataEnd = lastBlock.off + lastBlock.len + trailerLen
 	r.heads = make([]uint64, len(r.index))
 	for i := range r.index {
 		r.heads[i] = head(r.index[i].lastUserKey[n:])
@@ -296,20 +299,24 @@ func (r *Reader) blockIntersects(i int, filters []BlockPropertyFilter) (bool, er
 // the block cache alone: a compaction reads each block once.
 func (r *Reader) dataBlockNoCache(i int, it *Iter) ([]byte, error) {
 	h := r.index[i].h
-	var err error
-	if it.stored, err = r.readStored(h, it.stored); err != nil {
+	stored, window, err := it.ra.stored(r, i, it.stored)
+	if err != nil {
 		return nil, err
 	}
+	if !window {
+		it.stored = stored
+	}
 	r.stats.BlocksFromDisk.Add(1)
-	raw, err := decodeBlock(it.stored, it.raw, r.name, int64(h.off))
-	if err == nil && !sameArray(raw, it.stored) {
+	raw, err := decodeBlock(stored, it.raw, r.name, int64(h.off))
+	if err == nil && !sameArray(raw, stored) {
 		it.raw = raw // keep the (maybe grown) decode buffer
 	}
 	return raw, err
 }
 
-// dataBlock returns the verified, decompressed data block i.
-func (r *Reader) dataBlock(i int) ([]byte, error) {
+// dataBlock returns the verified, decompressed data block i, read through
+// the block cache and, on a miss, ra.
+func (r *Reader) dataBlock(i int, ra *readahead) ([]byte, error) {
 	h := r.index[i].h
 	c := r.opts.Cache
 	if c != nil {
@@ -318,9 +325,22 @@ func (r *Reader) dataBlock(i int) ([]byte, error) {
 			return b, nil
 		}
 	}
-	raw, err := r.readRaw(h)
+	bp := storedPool.Get().(*[]byte)
+	defer storedPool.Put(bp)
+	stored, window, err := ra.stored(r, i, *bp)
 	if err != nil {
 		return nil, err
+	}
+	if !window {
+		*bp = stored
+	}
+	raw, err := decodeBlock(stored, nil, r.name, int64(h.off))
+	if err != nil {
+		return nil, err
+	}
+	if sameArray(raw, stored) {
+		// Uncompressed: the payload lives in a reused buffer; copy it out.
+		raw = append([]byte(nil), raw...)
 	}
 	r.stats.BlocksFromDisk.Add(1)
 	if c != nil {
@@ -358,6 +378,7 @@ type Iter struct {
 	// until the iterator leaves the block.
 	noCache     bool
 	stored, raw []byte
+	ra          readahead
 	bi          int
 	blk         blockIter
 	key         base.InternalKey
@@ -397,7 +418,7 @@ func (it *Iter) loadBlock(bi int) bool {
 		if it.noCache {
 			data, err = it.r.dataBlockNoCache(bi, it)
 		} else {
-			data, err = it.r.dataBlock(bi)
+			data, err = it.r.dataBlock(bi, &it.ra)
 		}
 		if err != nil {
 			it.fail(err)
