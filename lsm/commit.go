@@ -374,7 +374,8 @@ func (d *DB) commit(w *writer) error {
 }
 
 // writeGroup is called by the leader with d.mu held; it releases d.mu for
-// the I/O. Only the leader touches the WAL and the memtable's writer side.
+// the I/O. Only the leader touches the WAL and the memtable's writer side
+// (for a synced group, through a helper goroutine it waits for).
 func (d *DB) writeGroup(group []*writer) error {
 	seq := d.lastSeq + 1
 	var n uint64
@@ -402,34 +403,38 @@ func (d *DB) writeGroup(group []*writer) error {
 	for _, o := range group {
 		o.pos = WALPos{log: log.num, off: end}
 	}
-	var synced chan error
+	apply := func() error {
+		for _, o := range group {
+			// makeRoomForWrite reserved room, so a full memtable here is a
+			// bug; refuse further writes rather than lose the entry.
+			if err := applyBatch(mem.Memtable, o.batch, d.opts.FilterPrefixes); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	if err == nil {
 		switch {
 		case sync:
-			// The fsync runs while the group fills the memtable, not
-			// before: the next group waits for both. The entries stay
+			// The leader syncs at once, with no hand-off to another
+			// goroutine on the way to the fsync, while a helper fills the
+			// memtable; the next group waits for both. The entries stay
 			// invisible until visibleSeq passes them, after a good sync;
 			// after a failed one the DB refuses writes and flushes no
 			// memtable, so they never surface.
-			synced = make(chan error, 1)
-			go func() { synced <- log.waitFor(end, true) }()
+			applied := make(chan error, 1)
+			go func() { applied <- apply() }()
+			err = log.waitFor(end, true)
+			if aerr := <-applied; err == nil {
+				err = aerr
+			}
 		case pending > maxUnflushedWAL:
-			err = log.flush(false)
+			if err = log.flush(false); err == nil {
+				err = apply()
+			}
 		default:
 			log.requestFlush()
-		}
-	}
-	for _, o := range group {
-		if err != nil {
-			break
-		}
-		// makeRoomForWrite reserved room, so a full memtable here is a bug;
-		// refuse further writes rather than lose the entry.
-		err = applyBatch(mem.Memtable, o.batch, d.opts.FilterPrefixes)
-	}
-	if synced != nil {
-		if serr := <-synced; serr != nil {
-			err = serr
+			err = apply()
 		}
 	}
 	d.m.userBytes.Add(int64(len(rec)))
