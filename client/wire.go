@@ -170,8 +170,10 @@ func decodeReplyFast(data []byte, stamps *stampCache) (*wireReply, bool) {
 		if h := bytes.TrimRight(data[:i], " \t\r\n"); len(h) == 0 || h[len(h)-1] == '{' {
 			return nil, false
 		}
+		// A list before it, even empty or under a key that differs only in
+		// case (encoding/json matches keys so), leaves the reply to json.
 		rep := &wireReply{}
-		if json.Unmarshal(append(data[:i:i], '}'), rep) != nil || len(rep.Results)+len(rep.Recent) > 0 {
+		if json.Unmarshal(append(data[:i:i], '}'), rep) != nil || rep.Results != nil || rep.Recent != nil {
 			return nil, false
 		}
 		s := scanner{b: data, i: i + len(key) - 1, stamps: stamps}
