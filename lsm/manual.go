@@ -157,18 +157,18 @@ func (d *DB) splitCompaction(v *manifest.Version, lvl, out int, files []*manifes
 	if lvl == 0 || d.opts.CompactConcurrency < 2 {
 		return []*compaction{job(files)}
 	}
-	below := func(f *manifest.FileMetadata) uint64 {
-		return sumSize(v.Overlapping(out, f.Smallest.UserKey, f.Largest.UserKey))
-	}
+	// Each file's bytes with those it overlaps below: what moving it costs.
+	cost := make([]uint64, len(files))
 	var total uint64
-	for _, f := range files {
-		total += f.Size + below(f)
+	for i, f := range files {
+		cost[i] = f.Size + sumSize(v.Overlapping(out, f.Smallest.UserKey, f.Largest.UserKey))
+		total += cost[i]
 	}
 	target := total / uint64(4*d.opts.CompactConcurrency)
 	var jobs []*compaction
 	first, size := 0, uint64(0)
 	for i, f := range files {
-		size += f.Size + below(f)
+		size += cost[i]
 		if i+1 < len(files) && size >= target && !sharesBelow(v, out, f, files[i+1]) {
 			jobs = append(jobs, job(files[first:i+1]))
 			first, size = i+1, 0

@@ -129,9 +129,15 @@ func (r *Reader) readRaw(h handle) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return r.decodeOwned(stored, h)
+}
+
+// decodeOwned verifies and decompresses a block read into a reused buffer,
+// returning memory of its own that the caller may keep.
+func (r *Reader) decodeOwned(stored []byte, h handle) ([]byte, error) {
 	raw, err := decodeBlock(stored, nil, r.name, int64(h.off))
 	if err == nil && sameArray(raw, stored) {
-		// Uncompressed: the payload lives in the pooled buffer; copy it out.
+		// Uncompressed: the payload lives in the reused buffer; copy it out.
 		raw = append([]byte(nil), raw...)
 	}
 	return raw, err
@@ -334,13 +340,9 @@ func (r *Reader) dataBlock(i int, ra *readahead) ([]byte, error) {
 	if !window {
 		*bp = stored
 	}
-	raw, err := decodeBlock(stored, nil, r.name, int64(h.off))
+	raw, err := r.decodeOwned(stored, h)
 	if err != nil {
 		return nil, err
-	}
-	if sameArray(raw, stored) {
-		// Uncompressed: the payload lives in a reused buffer; copy it out.
-		raw = append([]byte(nil), raw...)
 	}
 	r.stats.BlocksFromDisk.Add(1)
 	if c != nil {
