@@ -132,8 +132,11 @@ func (b *Broker) startNode(grid gateway.Grid) (*cluster.Node, *gateway.Locator, 
 		}
 	}
 	var loc *gateway.Locator
-	for {
-		actx, acancel := context.WithTimeout(ctx, 2*time.Second)
+	// An attempt's time doubles: creating the replicated buckets can take
+	// longer than the first try allows on a loaded machine, and a fixed
+	// short limit would cut every attempt off the same way.
+	for attempt := 2 * time.Second; ; attempt = min(2*attempt, 16*time.Second) {
+		actx, acancel := context.WithTimeout(ctx, attempt)
 		var n *cluster.Node
 		topics, err := cluster.OpenTopics(actx, b.nc, cc.Replicas, maxTopicDepth)
 		if err == nil {
