@@ -170,7 +170,7 @@ func (n *natsConn) read() {
 	for {
 		select {
 		case m := <-n.replies:
-			n.c.frame(n, m.Data)
+			n.reply(m)
 		case m := <-n.notes:
 			n.drainReplies()
 			n.c.frame(n, m.Data)
@@ -185,13 +185,25 @@ func (n *natsConn) read() {
 	}
 }
 
+// reply handles one message on the inbox. NATS itself answers there
+// with a status and no body, "503" when no broker listened for the
+// request (one restarting, say): that names no request, so it is left to
+// the request's own timeout or the sweeper's retry.
+func (n *natsConn) reply(m *nats.Msg) {
+	if len(m.Data) == 0 && m.Header.Get("Status") != "" {
+		n.c.opts.Log.Debug("cellcast client: NATS status on the inbox", "status", m.Header.Get("Status"), "description", m.Header.Get("Description"))
+		return
+	}
+	n.c.frame(n, m.Data)
+}
+
 // drainReplies handles the replies already in: they came before the
 // notification just taken.
 func (n *natsConn) drainReplies() {
 	for {
 		select {
 		case m := <-n.replies:
-			n.c.frame(n, m.Data)
+			n.reply(m)
 		default:
 			return
 		}

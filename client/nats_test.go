@@ -5,10 +5,12 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/seed84792017/cellcast/client"
 )
 
@@ -150,5 +152,59 @@ func TestNATSReconnectResumes(t *testing.T) {
 	collect(t, ctx, s, want)
 	if st := sub.Stats(); st.Reconnects == 0 || st.Resumes == 0 {
 		t.Fatalf("stats %+v: the reconnects did not happen", st)
+	}
+}
+
+// recorder keeps the levels of the records logged through it.
+type recorder struct {
+	mu     sync.Mutex
+	levels []slog.Level
+	msgs   []string
+}
+
+func (r *recorder) Enabled(context.Context, slog.Level) bool { return true }
+func (r *recorder) WithAttrs([]slog.Attr) slog.Handler       { return r }
+func (r *recorder) WithGroup(string) slog.Handler            { return r }
+func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.levels, r.msgs = append(r.levels, rec.Level), append(r.msgs, rec.Message)
+	return nil
+}
+
+// TestNATSNoRespondersIsNotAFrame sends a request through a NATS server
+// no broker listens on. NATS answers on the inbox with a "503" status and
+// no body; the client must take that for what it is, not log an
+// unreadable frame, and the call ends at its deadline.
+func TestNATSNoRespondersIsNotAFrame(t *testing.T) {
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	t.Cleanup(ns.Shutdown)
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("NATS server not ready")
+	}
+	rec := &recorder{}
+	c, err := client.DialNATS(ctxT(t), ns.ClientURL(), client.Options{UID: "alice", Log: slog.New(rec)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if _, err := c.Publish(ctx, client.PublishRequest{Location: client.Cell("5.1"), Expires: time.Minute, Desc: "x"}); err == nil {
+		t.Fatal("a publish answered with no broker")
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for i, l := range rec.levels {
+		if l >= slog.LevelWarn {
+			t.Errorf("logged %v %q", l, rec.msgs[i])
+		}
+	}
+	if !slices.Contains(rec.msgs, "cellcast client: NATS status on the inbox") {
+		t.Errorf("the status was not seen: %q", rec.msgs)
 	}
 }
