@@ -27,9 +27,28 @@ import (
 // quiet drops the logs of nodes whose NATS server a test stopped.
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// natsCluster starts n clustered nats-servers with JetStream.
+// natsCluster starts n clustered nats-servers with JetStream. The route
+// ports are found free and then let go, so another test process may take
+// one first: a cluster whose servers do not come up is started again on
+// other ports.
 func natsCluster(t *testing.T, n int) []*server.Server {
 	t.Helper()
+	for try := 1; ; try++ {
+		out, err := tryNATSCluster(t, n)
+		if err == nil {
+			return out
+		}
+		for _, s := range out {
+			s.Shutdown()
+		}
+		if try == 3 {
+			t.Fatal(err)
+		}
+		t.Logf("starting the NATS cluster again: %v", err)
+	}
+}
+
+func tryNATSCluster(t *testing.T, n int) ([]*server.Server, error) {
 	var out []*server.Server
 	ports := freePorts(t, n)
 	var routes []*url.URL
@@ -42,7 +61,7 @@ func natsCluster(t *testing.T, n int) []*server.Server {
 			Cluster: server.ClusterOpts{Name: "cellcast-test", Host: "127.0.0.1", Port: ports[i]}, Routes: routes}
 		s, err := server.NewServer(o)
 		if err != nil {
-			t.Fatal(err)
+			return out, err
 		}
 		go s.Start()
 		t.Cleanup(s.Shutdown)
@@ -50,19 +69,19 @@ func natsCluster(t *testing.T, n int) []*server.Server {
 	}
 	for _, s := range out {
 		if !s.ReadyForConnections(30 * time.Second) {
-			t.Fatal("nats server did not start")
+			return out, errors.New("nats server did not start (a route port taken?)")
 		}
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for _, s := range out {
 		for !s.JetStreamIsCurrent() || s.JetStreamIsLeader() == false && !anyLeader(out) {
 			if time.Now().After(deadline) {
-				t.Fatal("JetStream did not form a cluster")
+				return out, errors.New("JetStream did not form a cluster")
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	return out
+	return out, nil
 }
 
 func freePorts(t *testing.T, n int) []int {
