@@ -26,6 +26,20 @@ import (
 // served.
 func startCluster(t *testing.T, n int, opts ...func(*ClusterConfig)) []*Broker {
 	t.Helper()
+	brokers, err := tryStartCluster(t, n, opts...)
+	if err != nil && strings.Contains(err.Error(), "address already in use") {
+		// A route port found free was taken by another test process
+		// before its node bound it: start again on other ports.
+		t.Logf("starting the cluster again: %v", err)
+		brokers, err = tryStartCluster(t, n, opts...)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return brokers
+}
+
+func tryStartCluster(t *testing.T, n int, opts ...func(*ClusterConfig)) ([]*Broker, error) {
 	var ports []string
 	for range n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -52,10 +66,15 @@ func startCluster(t *testing.T, n int, opts ...func(*ClusterConfig)) []*Broker {
 		}()
 	}
 	wg.Wait()
-	for i, b := range brokers {
-		if errs[i] != nil {
-			t.Fatal(errs[i])
+	if err := errors.Join(errs...); err != nil {
+		for _, b := range brokers {
+			if b != nil {
+				b.Shutdown(context.Background())
+			}
 		}
+		return nil, err
+	}
+	for _, b := range brokers {
 		t.Cleanup(func() {
 			if b.ready.Load() {
 				b.Shutdown(context.Background())
@@ -85,10 +104,10 @@ func startCluster(t *testing.T, n int, opts ...func(*ClusterConfig)) []*Broker {
 			last, since = now, time.Now()
 		}
 		if total == all && (cluster.Shards{}).Fair(owned) && time.Since(since) >= time.Second {
-			return brokers
+			return brokers, nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("shards not settled: %v of %d owned", owned, all)
+			return nil, fmt.Errorf("shards not settled: %v of %d owned", owned, all)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
