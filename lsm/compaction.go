@@ -187,7 +187,7 @@ func (d *DB) runCompaction(c *compaction) error {
 		iters := make([]internalIterator, 0, len(c.inputs[0])+1)
 		if c.level == 0 {
 			for i := len(c.inputs[0]) - 1; i >= 0; i-- {
-				it, err := d.newCompactionTableIter(c.inputs[0][i])
+				it, err := d.newTableIter(c.inputs[0][i], nil, true)
 				if err != nil {
 					closeAll(iters)
 					return err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/seed84792017/cellcast/lsm/internal/base"
 	"github.com/seed84792017/cellcast/lsm/internal/manifest"
+	"github.com/seed84792017/cellcast/lsm/sstable"
 )
 
 // Get returns a copy of key's value: the Set value, or the merged list of
@@ -77,15 +78,16 @@ func (d *DB) get(key []byte, seq uint64) ([]byte, error) {
 }
 
 func (d *DB) getFromTable(f *manifest.FileMetadata, g *getState) error {
-	r, release, err := d.tables.get(f)
+	r, ref, err := d.tables.get(f)
 	if err != nil {
 		return err
 	}
-	defer release()
+	defer ref.release()
 	if !r.MayContain(g.key) {
 		return nil
 	}
-	it := r.NewIter(nil)
+	var it sstable.Iter
+	r.InitIter(&it, nil)
 	seen := false
 	for it.SeekGE(g.key); it.Valid() && bytes.Equal(it.Key().UserKey, g.key); it.Next() {
 		seen = true

@@ -34,51 +34,58 @@ type userKeySkipper interface{ NextUserKey() }
 func (memIter) Error() error { return nil }
 func (memIter) Close() error { return nil }
 
-// tableIter is a table iterator holding a table cache reference.
+// tableIter is a table iterator holding a table cache reference. It is
+// embedded by value where it can be reused (a level's, an Iterator's L0).
 type tableIter struct {
-	*sstable.Iter
-	release func()
-	f       *manifest.FileMetadata
+	sstable.Iter
+	ref tableRef
+	f   *manifest.FileMetadata
 }
 
 func (t *tableIter) file() *manifest.FileMetadata { return t.f }
 
 func (t *tableIter) Close() error {
-	if t.release != nil {
-		t.release()
-		t.release = nil
-	}
+	t.ref.release()
+	t.ref = tableRef{}
 	return nil
 }
 
-func (d *DB) newTableIter(f *manifest.FileMetadata, filters []sstable.BlockPropertyFilter) (internalIterator, error) {
-	r, release, err := d.tables.get(f)
+// open points t at f, for reads through the block cache or, for a
+// compaction, around it (values valid only until the next move).
+func (t *tableIter) open(d *DB, f *manifest.FileMetadata, filters []sstable.BlockPropertyFilter, compaction bool) error {
+	r, ref, err := d.tables.get(f)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return &tableIter{Iter: r.NewIter(filters), release: release, f: f}, nil
+	if compaction {
+		r.InitCompactionIter(&t.Iter)
+	} else {
+		r.InitIter(&t.Iter, filters)
+	}
+	t.ref, t.f = ref, f
+	return nil
 }
 
-// newCompactionTableIter reads a compaction input without the block cache;
-// its values are valid only until the next move.
-func (d *DB) newCompactionTableIter(f *manifest.FileMetadata) (internalIterator, error) {
-	r, release, err := d.tables.get(f)
-	if err != nil {
+// newTableIter returns a tableIter of its own over f.
+func (d *DB) newTableIter(f *manifest.FileMetadata, filters []sstable.BlockPropertyFilter, compaction bool) (*tableIter, error) {
+	t := &tableIter{}
+	if err := t.open(d, f, filters, compaction); err != nil {
 		return nil, err
 	}
-	return &tableIter{Iter: r.NewCompactionIter(), release: release, f: f}, nil
+	return t, nil
 }
 
 // levelIter walks the non-overlapping files of one level, opening each only
-// when reached.
+// when reached, through one reused tableIter.
 type levelIter struct {
 	d       *DB
 	files   []*manifest.FileMetadata
 	filters []sstable.BlockPropertyFilter
-	// compaction reads bypass the block cache (see newCompactionTableIter).
+	// compaction reads bypass the block cache (see tableIter.open).
 	compaction bool
 	idx        int
-	cur        internalIterator
+	ti         tableIter
+	cur        *tableIter // &ti while a file is open
 	err        error
 }
 
@@ -88,18 +95,11 @@ func (l *levelIter) open(idx int) {
 	if l.idx >= len(l.files) {
 		return
 	}
-	var it internalIterator
-	var err error
-	if l.compaction {
-		it, err = l.d.newCompactionTableIter(l.files[l.idx])
-	} else {
-		it, err = l.d.newTableIter(l.files[l.idx], l.filters)
-	}
-	if err != nil {
+	if err := l.ti.open(l.d, l.files[l.idx], l.filters, l.compaction); err != nil {
 		l.err = err
 		return
 	}
-	l.cur = it
+	l.cur = &l.ti
 }
 
 func (l *levelIter) closeCur() {
@@ -156,30 +156,3 @@ func (l *levelIter) Key() base.InternalKey        { return l.cur.Key() }
 func (l *levelIter) Value() []byte                { return l.cur.Value() }
 func (l *levelIter) Error() error                 { return l.err }
 func (l *levelIter) Close() error                 { l.closeCur(); return nil }
-
-// newInternalIters builds one iterator per component of rs, newest first.
-func (d *DB) newInternalIters(rs *readState, filters []sstable.BlockPropertyFilter, skipMems bool) ([]internalIterator, error) {
-	var iters []internalIterator
-	for _, m := range rs.mems {
-		if !skipMems {
-			iters = append(iters, memIter{m.NewIter()})
-		}
-	}
-	l0 := rs.version.Levels[0]
-	for i := len(l0) - 1; i >= 0; i-- {
-		it, err := d.newTableIter(l0[i], filters)
-		if err != nil {
-			for _, it := range iters {
-				it.Close()
-			}
-			return nil, err
-		}
-		iters = append(iters, it)
-	}
-	for lvl := 1; lvl < manifest.NumLevels; lvl++ {
-		if files := rs.version.Levels[lvl]; len(files) > 0 {
-			iters = append(iters, &levelIter{d: d, files: files, filters: filters})
-		}
-	}
-	return iters, nil
-}

@@ -22,10 +22,13 @@ type IterOptions struct {
 
 // Iterator walks user keys in order with their values (Set values or merged
 // lists) as of one sequence number. It is forward-only and not safe for
-// concurrent use. Key and Value are valid until the next move.
+// concurrent use. Key and Value are valid until the next move or Close.
 type Iterator struct {
-	d     *DB
-	rs    *readState
+	d  *DB
+	rs *readState
+	// alloc holds iter and its children; Close returns it to the pool
+	// (nil for a TableScan's iterator, made of one table).
+	alloc *iterAlloc
 	iter  *mergingIter
 	seq   uint64
 	lower []byte
@@ -54,12 +57,13 @@ func (d *DB) newIter(o *IterOptions, seq uint64) (*Iterator, error) {
 	if rs == nil {
 		return nil, ErrClosed
 	}
-	iters, err := d.newInternalIters(rs, o.Filters, o.SkipMemtables)
+	a := iterAllocPool.Get().(*iterAlloc)
+	m, err := a.build(d, rs, o.Filters, o.SkipMemtables)
 	if err != nil {
 		rs.unref()
 		return nil, err
 	}
-	return &Iterator{d: d, rs: rs, iter: newMergingIter(iters), seq: seq, lower: o.LowerBound, upper: o.UpperBound, skipMems: o.SkipMemtables}, nil
+	return &Iterator{d: d, rs: rs, alloc: a, iter: m, key: a.key[:0], seq: seq, lower: o.LowerBound, upper: o.UpperBound, skipMems: o.SkipMemtables}, nil
 }
 
 // First moves to the first key at or after the lower bound.
@@ -232,11 +236,11 @@ func (it *Iterator) newerMay(g, f *manifest.FileMetadata, seq uint64) (done, may
 	if g.LargestSeq <= seq || !g.Overlaps(it.key, it.key) {
 		return false, false, nil
 	}
-	r, release, err := it.d.tables.get(g)
+	r, ref, err := it.d.tables.get(g)
 	if err != nil {
 		return true, false, err
 	}
-	defer release()
+	defer ref.release()
 	may = r.MayContain(it.key)
 	return may, may, nil
 }
@@ -267,7 +271,15 @@ func (it *Iterator) Close() error {
 	if it.rs == nil {
 		return nil
 	}
-	it.iter.Close()
+	if it.alloc != nil {
+		it.alloc.key = it.key
+		it.alloc.release() // closes iter's children
+		it.alloc = nil
+	} else {
+		it.iter.Close()
+	}
+	// The merging iterator may now serve another Iterator.
+	it.iter, it.valid, it.key = nil, false, nil
 	it.rs.unref()
 	it.rs = nil
 	return it.err

@@ -199,11 +199,11 @@ func (d *DB) settled(f *manifest.FileMetadata) bool {
 	if d.opts.CompactionFilter != nil {
 		return false
 	}
-	r, release, err := d.tables.get(f)
+	r, ref, err := d.tables.get(f)
 	if err != nil {
 		return false // the rewrite reports it
 	}
-	defer release()
+	defer ref.release()
 	p := r.Properties()
 	return p.NumDeletions == 0 && p.NumMerges == 0 && p.NumKeys == p.NumEntries
 }

@@ -32,8 +32,23 @@ func newTableCache(d *DB, capacity int) *tableCache {
 	return &tableCache{d: d, capacity: capacity, m: map[uint64]*tableEntry{}}
 }
 
-// get returns an open reader for the file and a release function.
-func (c *tableCache) get(f *manifest.FileMetadata) (*sstable.Reader, func(), error) {
+// tableRef is one use of a cached reader; release ends it. It is a value,
+// not a closure, so that a read allocates nothing to hold it.
+type tableRef struct {
+	c *tableCache
+	e *tableEntry
+}
+
+// release ends the use; the zero tableRef's does nothing.
+func (r tableRef) release() {
+	if r.e != nil {
+		r.c.release(r.e)
+	}
+}
+
+// get returns an open reader for the file and the reference that keeps
+// it open.
+func (c *tableCache) get(f *manifest.FileMetadata) (*sstable.Reader, tableRef, error) {
 	c.mu.Lock()
 	e := c.m[f.Num]
 	if e != nil {
@@ -58,9 +73,9 @@ func (c *tableCache) get(f *manifest.FileMetadata) (*sstable.Reader, func(), err
 			c.removeLocked(e)
 		}
 		c.mu.Unlock()
-		return nil, nil, e.err
+		return nil, tableRef{}, e.err
 	}
-	return e.reader, func() { c.release(e) }, nil
+	return e.reader, tableRef{c, e}, nil
 }
 
 func (c *tableCache) release(e *tableEntry) {

@@ -33,7 +33,7 @@ func (d *DB) Tables() ([]TableInfo, error) {
 			if lvl == 0 {
 				f = files[len(files)-1-i]
 			}
-			r, release, err := d.tables.get(f)
+			r, ref, err := d.tables.get(f)
 			if err != nil {
 				return nil, err
 			}
@@ -42,7 +42,7 @@ func (d *DB) Tables() ([]TableInfo, error) {
 				Smallest: append([]byte(nil), f.Smallest.UserKey...), Largest: append([]byte(nil), f.Largest.UserKey...),
 				Props: *r.Properties(), NumBlocks: r.NumBlocks(),
 			})
-			release()
+			ref.release()
 		}
 	}
 	return out, nil

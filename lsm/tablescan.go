@@ -59,7 +59,7 @@ func (s *TableScan) NewIter(i int, o *IterOptions) (*Iterator, error) {
 	if o == nil {
 		o = &IterOptions{}
 	}
-	it, err := s.d.newTableIter(s.files[i], o.Filters)
+	it, err := s.d.newTableIter(s.files[i], o.Filters, false)
 	if err != nil {
 		return nil, err
 	}

@@ -81,11 +81,11 @@ func (d *DB) VisitKey(key []byte, o *VisitOptions, fn func(*Fragment) VisitDecis
 	}
 	v := rs.version
 	visitFile := func(f *manifest.FileMetadata, level int) (bool, error) {
-		r, release, err := d.tables.get(f)
+		r, ref, err := d.tables.get(f)
 		if err != nil {
 			return true, err
 		}
-		defer release()
+		defer ref.release()
 		// The summaries are in memory; the bloom filter probe costs cache
 		// misses, so it goes second.
 		if in, err := r.TableIntersects(filters); err != nil || !in {
@@ -217,19 +217,21 @@ func (d *DB) VisitRange(lo, hi []byte, o *VisitOptions, fn func(*Fragment) Visit
 			if !f.Overlaps(lo, hi) || (hi != nil && bytes.Compare(f.Smallest.UserKey, hi) >= 0) {
 				continue
 			}
-			r, release, err := d.tables.get(f)
+			r, ref, err := d.tables.get(f)
 			if err != nil {
 				return err
 			}
 			in, err := r.TableIntersects(filters)
 			if err != nil || !in || (prefix != nil && !r.MayContain(prefix)) {
-				release()
+				ref.release()
 				if err != nil {
 					return err
 				}
 				continue
 			}
-			more, err := walk(&tableIter{Iter: r.NewIter(filters), release: release}, lvl, f.Num)
+			t := &tableIter{ref: ref, f: f}
+			r.InitIter(&t.Iter, filters)
+			more, err := walk(t, lvl, f.Num)
 			if !more || err != nil {
 				return err
 			}

@@ -7,6 +7,9 @@ import (
 
 const cacheShards = 16
 
+// maxFree bounds a shard's recycled entries.
+const maxFree = 64
+
 // Cache is a sharded LRU cache of decompressed, verified blocks, bounded in
 // bytes. One Cache may be shared by several DBs; each takes an id from NewID.
 type Cache struct {
@@ -33,6 +36,9 @@ type cacheShard struct {
 	m        map[cacheKey]*cacheEntry
 	// head is a sentinel: head.next is the most recently used entry.
 	head cacheEntry
+	// free holds evicted entries for the next Sets: a full cache evicts
+	// about one entry per insert, so entries are recycled, not allocated.
+	free []*cacheEntry
 }
 
 // NewCache returns a cache holding up to capacity bytes of blocks. A capacity
@@ -93,7 +99,12 @@ func (c *Cache) Set(id, file, off uint64, val []byte) {
 		s.unlink(e)
 		s.pushFront(e)
 	} else {
-		e = &cacheEntry{key: k, val: val}
+		if n := len(s.free); n > 0 {
+			e, s.free = s.free[n-1], s.free[:n-1]
+			*e = cacheEntry{key: k, val: val}
+		} else {
+			e = &cacheEntry{key: k, val: val}
+		}
 		s.m[k] = e
 		s.pushFront(e)
 		s.size += int64(len(val))
@@ -103,6 +114,10 @@ func (c *Cache) Set(id, file, off uint64, val []byte) {
 		s.unlink(old)
 		delete(s.m, old.key)
 		s.size -= int64(len(old.val))
+		if len(s.free) < maxFree {
+			*old = cacheEntry{}
+			s.free = append(s.free, old)
+		}
 	}
 }
 

@@ -391,14 +391,37 @@ type Iter struct {
 // NewIter returns an unpositioned iterator. Its values stay valid after
 // it moves on (blocks are immutable and shared through the cache).
 func (r *Reader) NewIter(filters []BlockPropertyFilter) *Iter {
-	return &Iter{r: r, filters: filters}
+	it := &Iter{}
+	r.InitIter(it, filters)
+	return it
 }
+
+// InitIter makes it an unpositioned iterator over r, as NewIter does, in
+// place and keeping the buffers it grew: one Iter serves a level's tables
+// one after another, or a point read on the stack, without allocating.
+func (r *Reader) InitIter(it *Iter, filters []BlockPropertyFilter) { it.reset(r, filters, false) }
 
 // NewCompactionIter returns an iterator for one sequential pass that
 // bypasses the block cache and reuses its buffers: a Value is valid only
 // until the next move.
 func (r *Reader) NewCompactionIter() *Iter {
-	return &Iter{r: r, noCache: true}
+	it := &Iter{}
+	r.InitCompactionIter(it)
+	return it
+}
+
+// InitCompactionIter is NewCompactionIter in place, as InitIter is NewIter.
+func (r *Reader) InitCompactionIter(it *Iter) { it.reset(r, nil, true) }
+
+// Detach lets go of the iterator's table, keeping its buffers for the
+// next InitIter (an idle iterator kept for reuse then pins no reader).
+func (it *Iter) Detach() { it.reset(nil, nil, false) }
+
+func (it *Iter) reset(r *Reader, filters []BlockPropertyFilter, noCache bool) {
+	*it = Iter{r: r, filters: filters, noCache: noCache,
+		stored: it.stored[:0], raw: it.raw[:0],
+		ra:  readahead{buf: it.ra.buf[:0]},
+		blk: blockIter{key: it.blk.key[:0]}}
 }
 
 // loadBlock positions at the first entry of the first usable block at or

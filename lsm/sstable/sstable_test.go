@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 
@@ -260,6 +261,50 @@ func TestCacheEvictsLRU(t *testing.T) {
 	c.EvictFile(1, 5000)
 	if c.Get(1, 5000, 0) != nil {
 		t.Fatal("EvictFile left the block")
+	}
+}
+
+// TestCacheAgreesWithAMap runs random Sets, Gets and file evictions on a
+// small cache (so that it evicts, and recycles evicted entries, all the
+// time) against a map of what was last set: a block the cache returns is
+// always the one last set under its key, and the cache's size is the sum
+// of what it still returns.
+func TestCacheAgreesWithAMap(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	c := NewCache(16 * 64)
+	type key struct{ file, off uint64 }
+	last := map[key][]byte{}
+	for i := range 20000 {
+		k := key{uint64(rng.Intn(8)), uint64(rng.Intn(16))}
+		switch r := rng.Intn(10); {
+		case r < 5:
+			v := fmt.Appendf(nil, "%d/%d#%d%s", k.file, k.off, i, strings.Repeat("x", rng.Intn(40)))
+			c.Set(1, k.file, k.off, v)
+			last[k] = v
+		case r < 9:
+			if got := c.Get(1, k.file, k.off); got != nil && !bytes.Equal(got, last[k]) {
+				t.Fatalf("op %d: %v holds %q, last set %q", i, k, got, last[k])
+			}
+		default:
+			c.EvictFile(1, k.file)
+			for kk := range last {
+				if kk.file == k.file {
+					delete(last, kk)
+				}
+			}
+		}
+	}
+	var want int64
+	for k, v := range last {
+		if got := c.Get(1, k.file, k.off); got != nil {
+			if !bytes.Equal(got, v) {
+				t.Fatalf("%v holds %q, last set %q", k, got, v)
+			}
+			want += int64(len(got))
+		}
+	}
+	if c.Size() != want || want > 16*64 {
+		t.Fatalf("size %d, the blocks it returns sum to %d (capacity %d)", c.Size(), want, 16*64)
 	}
 }
 

@@ -215,6 +215,9 @@ type Iter struct {
 // NewIter returns an unpositioned iterator.
 func (m *Memtable) NewIter() *Iter { return &Iter{m: m} }
 
+// InitIter makes it an unpositioned iterator over m, in place.
+func (m *Memtable) InitIter(it *Iter) { *it = Iter{m: m} }
+
 func (it *Iter) settle() {
 	it.frag = 0
 	if it.node != 0 && it.m.kind(it.node) == base.KindMerge {
