@@ -20,47 +20,56 @@ func TestCompactRunsDisjointJobsAtOnce(t *testing.T) {
 	defer db.Close()
 	m := newModel()
 	rng := rand.New(rand.NewSource(7))
-	for i := range 60000 {
-		k := fmt.Appendf(nil, "key%06d", rng.Intn(20000))
-		v := fmt.Appendf(nil, "v%d-%090d", i, i)
-		switch rng.Intn(10) {
-		case 0:
-			if err := db.Delete(k, NoSync); err != nil {
-				t.Fatal(err)
-			}
-			m.del(k)
-		case 1, 2:
-			if err := db.Merge(k, v, NoSync); err != nil {
-				t.Fatal(err)
-			}
-			m.merge(k, v)
-		default:
-			if err := db.Set(k, v, NoSync); err != nil {
-				t.Fatal(err)
-			}
-			m.set(k, v)
-		}
-	}
-	if err := db.Flush(); err != nil {
-		t.Fatal(err)
-	}
-
-	db.mu.Lock()
-	v := db.vs.current
-	v.Ref()
-	db.mu.Unlock()
-	lvl, out := -1, -1
-	for l := 1; l < manifest.NumLevels; l++ {
-		if v.NumFiles(l) > 0 {
-			if lvl < 0 {
-				lvl = l
-			} else if out < 0 {
-				out = l
+	// Write until two levels below L0 hold a shape Compact can cut (the
+	// shape depends on when background compactions ran).
+	var v *manifest.Version
+	var lvl, out int
+	for round := 0; ; round++ {
+		for i := range 30000 {
+			k := fmt.Appendf(nil, "key%06d", rng.Intn(20000))
+			val := fmt.Appendf(nil, "v%d-%d-%090d", round, i, i)
+			switch rng.Intn(10) {
+			case 0:
+				if err := db.Delete(k, NoSync); err != nil {
+					t.Fatal(err)
+				}
+				m.del(k)
+			case 1, 2:
+				if err := db.Merge(k, val, NoSync); err != nil {
+					t.Fatal(err)
+				}
+				m.merge(k, val)
+			default:
+				if err := db.Set(k, val, NoSync); err != nil {
+					t.Fatal(err)
+				}
+				m.set(k, val)
 			}
 		}
-	}
-	if out < 0 {
-		t.Fatalf("the writes left fewer than two levels below L0 (%d, %d)", lvl, out)
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		db.mu.Lock()
+		v = db.vs.current
+		v.Ref()
+		db.mu.Unlock()
+		lvl, out = -1, -1
+		for l := 1; l < manifest.NumLevels; l++ {
+			if v.NumFiles(l) > 0 {
+				if lvl < 0 {
+					lvl = l
+				} else if out < 0 {
+					out = l
+				}
+			}
+		}
+		if out >= 0 && len(db.splitCompaction(v, lvl, out, v.Levels[lvl])) >= 2 {
+			break
+		}
+		db.deleteObsolete(v.Unref())
+		if round == 10 {
+			t.Fatalf("no shape to cut after %d rounds of writes (L%d into L%d)", round+1, lvl, out)
+		}
 	}
 	jobs := db.splitCompaction(v, lvl, out, v.Levels[lvl])
 	if len(jobs) < 2 {

@@ -2,6 +2,7 @@ package lsm
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -179,55 +180,27 @@ func (d *DB) runCompaction(c *compaction) error {
 		d.m.moves.Add(1)
 		return nil
 	}
+	ranges := d.subRanges(c)
 	for {
 		d.mu.Lock()
 		snaps, epoch := d.snapshots.seqs(), d.snapshotEpoch
 		d.mu.Unlock()
 
-		iters := make([]internalIterator, 0, len(c.inputs[0])+1)
-		if c.level == 0 {
-			for i := len(c.inputs[0]) - 1; i >= 0; i-- {
-				it, err := d.newTableIter(c.inputs[0][i], nil, true)
-				if err != nil {
-					closeAll(iters)
-					return err
-				}
-				iters = append(iters, it)
-			}
-		} else {
-			iters = append(iters, &levelIter{d: d, files: c.inputs[0], compaction: true})
+		var outs []*manifest.FileMetadata
+		var errs []error
+		touched, dropped := false, int64(0)
+		for _, r := range d.compactRanges(c, ranges, snaps) {
+			outs = append(outs, r.outs...)
+			errs = append(errs, r.err)
+			touched = touched || r.filterTouched
+			dropped += r.dropped
 		}
-		iters = append(iters, &levelIter{d: d, files: c.inputs[1], compaction: true})
-		in := newMergingIter(iters)
-		out := c.outputLevel()
-		ci := &compactionIter{
-			in: in, merger: d.opts.Merger, filter: d.opts.CompactionFilter, shadowed: d.opts.OnShadowed, level: out, snapshots: snaps,
-			isBase: baseLevelChecker(c.version, out+1), zeroSeqs: !d.opts.KeepSeqNums,
-		}
-		grand := c.grand
-		var grandOverlap uint64
-		var seenKey bool
-		shouldStop := func(key []byte) bool {
-			for len(grand) > 0 && bytes.Compare(key, grand[0].Largest.UserKey) > 0 {
-				if seenKey {
-					grandOverlap += grand[0].Size
-				}
-				grand = grand[1:]
-			}
-			seenKey = true
-			if grandOverlap > maxGrand {
-				grandOverlap = 0
-				return true
-			}
-			return false
-		}
-		outs, err := d.writeTables(ci, uint64(d.opts.TargetFileSize), shouldStop)
-		in.Close()
-		if err != nil {
+		if err := errors.Join(errs...); err != nil {
+			d.removeOutputs(outs...) // the ranges that succeeded
 			return err
 		}
 		d.mu.Lock()
-		if ci.filterTouched && d.snapshotEpoch != epoch {
+		if touched && d.snapshotEpoch != epoch {
 			d.mu.Unlock()
 			d.removeOutputs(outs...)
 			continue
@@ -241,7 +214,7 @@ func (d *DB) runCompaction(c *compaction) error {
 		}
 		var written uint64
 		for _, m := range outs {
-			edit.Added = append(edit.Added, manifest.NewFile{Level: out, Meta: m})
+			edit.Added = append(edit.Added, manifest.NewFile{Level: c.out, Meta: m})
 			written += m.Size
 		}
 		if err := d.logAndApply(edit); err != nil {
@@ -257,10 +230,59 @@ func (d *DB) runCompaction(c *compaction) error {
 		d.m.compactNanos.Add(int64(time.Since(start)))
 		d.m.compactBytesIn.Add(int64(c.bytesIn()))
 		d.m.compactBytesOut.Add(int64(written))
-		d.m.levelBytesIn[out].Add(int64(written))
-		d.m.droppedByCompaction.Add(ci.dropped)
+		d.m.levelBytesIn[c.out].Add(int64(written))
+		d.m.droppedByCompaction.Add(dropped)
 		return nil
 	}
+}
+
+// compactRange merges c's inputs within r into new tables at c's output
+// level. Its outputs are removed again when it fails.
+func (d *DB) compactRange(c *compaction, r keyRange, snaps []uint64) rangeResult {
+	iters := make([]internalIterator, 0, len(c.inputs[0])+1)
+	if c.level == 0 {
+		for i := len(c.inputs[0]) - 1; i >= 0; i-- {
+			it, err := d.newTableIter(c.inputs[0][i], nil, true)
+			if err != nil {
+				closeAll(iters)
+				return rangeResult{err: err}
+			}
+			iters = append(iters, it)
+		}
+	} else {
+		iters = append(iters, &levelIter{d: d, files: c.inputs[0], compaction: true})
+	}
+	iters = append(iters, &levelIter{d: d, files: r.within(c.inputs[1]), compaction: true})
+	var in internalIterator = newMergingIter(iters)
+	if r.lo != nil || r.hi != nil {
+		in = &boundedIter{in, r}
+	}
+	defer in.Close()
+	out := c.outputLevel()
+	ci := &compactionIter{
+		in: in, merger: d.opts.Merger, filter: d.opts.CompactionFilter, shadowed: d.opts.OnShadowed, level: out, snapshots: snaps,
+		isBase: baseLevelChecker(c.version, out+1), zeroSeqs: !d.opts.KeepSeqNums,
+	}
+	maxGrand := uint64(10 * d.opts.TargetFileSize)
+	grand := c.grand
+	var grandOverlap uint64
+	var seenKey bool
+	shouldStop := func(key []byte) bool {
+		for len(grand) > 0 && bytes.Compare(key, grand[0].Largest.UserKey) > 0 {
+			if seenKey {
+				grandOverlap += grand[0].Size
+			}
+			grand = grand[1:]
+		}
+		seenKey = true
+		if grandOverlap > maxGrand {
+			grandOverlap = 0
+			return true
+		}
+		return false
+	}
+	outs, err := d.writeTables(ci, uint64(d.opts.TargetFileSize), shouldStop)
+	return rangeResult{outs: outs, filterTouched: ci.filterTouched, dropped: ci.dropped, err: err}
 }
 
 func sumSize(files []*manifest.FileMetadata) uint64 {

@@ -16,6 +16,7 @@ type metricsCounters struct {
 	userBytes, walBytes              atomic.Int64
 	flushes, flushBytes, flushNanos  atomic.Int64
 	compactions, moves, compactNanos atomic.Int64
+	subcompactions                   atomic.Int64
 	compactBytesIn, compactBytesOut  atomic.Int64
 	droppedByCompaction              atomic.Int64
 	levelBytesIn                     [NumLevels]atomic.Int64
@@ -37,18 +38,21 @@ type LevelMetrics struct {
 type Metrics struct {
 	Levels [NumLevels]LevelMetrics
 
-	MemTableSize     int64
-	MemTableCount    int // immutable memtables waiting for a flush, plus one
-	UserBytes        int64
-	WALBytes         int64
-	FlushCount       int64
-	FlushBytes       int64
-	FlushDuration    time.Duration
-	CompactCount     int64
-	CompactMoves     int64
-	CompactBytesIn   int64
-	CompactBytesOut  int64
-	CompactDuration  time.Duration
+	MemTableSize    int64
+	MemTableCount   int // immutable memtables waiting for a flush, plus one
+	UserBytes       int64
+	WALBytes        int64
+	FlushCount      int64
+	FlushBytes      int64
+	FlushDuration   time.Duration
+	CompactCount    int64
+	CompactMoves    int64
+	CompactBytesIn  int64
+	CompactBytesOut int64
+	CompactDuration time.Duration
+	// Subcompactions counts the key ranges L0 compactions ran beside
+	// each one's first.
+	Subcompactions   int64
 	CompactedDropped int64 // entries removed by tombstone elision or the filter
 
 	BlockCacheSize   int64
@@ -119,6 +123,7 @@ func (d *DB) Metrics() *Metrics {
 	m.CompactBytesIn = d.m.compactBytesIn.Load()
 	m.CompactBytesOut = d.m.compactBytesOut.Load()
 	m.CompactDuration = time.Duration(d.m.compactNanos.Load())
+	m.Subcompactions = d.m.subcompactions.Load()
 	m.CompactedDropped = d.m.droppedByCompaction.Load()
 	m.BlockCacheSize = d.cache.Size()
 	m.BlockCacheHits = d.cache.Hits()

@@ -123,8 +123,10 @@ type Options struct {
 	// LevelMultiplier is the size ratio between levels. Default 10.
 	LevelMultiplier int
 	// CompactConcurrency is how many compactions a manual Compact runs at
-	// once, each over its own key range. Background compactions run one at
-	// a time. Default GOMAXPROCS.
+	// once, each over its own key range, and how many key ranges a
+	// compaction of L0 into the base level is cut into, to run at once
+	// (subcompactions). Otherwise background compactions run one at a
+	// time. Default GOMAXPROCS.
 	CompactConcurrency int
 	// TargetFileSize is the size at which compaction starts a new output
 	// table. Default 2 MiB.
