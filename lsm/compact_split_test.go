@@ -28,23 +28,7 @@ func TestCompactRunsDisjointJobsAtOnce(t *testing.T) {
 		for i := range 30000 {
 			k := fmt.Appendf(nil, "key%06d", rng.Intn(20000))
 			val := fmt.Appendf(nil, "v%d-%d-%090d", round, i, i)
-			switch rng.Intn(10) {
-			case 0:
-				if err := db.Delete(k, NoSync); err != nil {
-					t.Fatal(err)
-				}
-				m.del(k)
-			case 1, 2:
-				if err := db.Merge(k, val, NoSync); err != nil {
-					t.Fatal(err)
-				}
-				m.merge(k, val)
-			default:
-				if err := db.Set(k, val, NoSync); err != nil {
-					t.Fatal(err)
-				}
-				m.set(k, val)
-			}
+			m.writeRandom(t, db, rng, 2, k, val)
 		}
 		if err := db.Flush(); err != nil {
 			t.Fatal(err)

@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"flag"
 	"fmt"
+	"math/rand"
 	"sort"
 	"sync/atomic"
+	"testing"
 )
 
 var longTests = flag.Bool("lsm.long", false, "run long randomized and crash tests")
@@ -29,6 +31,27 @@ func (m *model) set(k, v []byte) { m.m[string(k)] = append([]byte(nil), v...) }
 func (m *model) del(k []byte)    { delete(m.m, string(k)) }
 func (m *model) merge(k, v []byte) {
 	m.m[string(k)] = append(append([]byte(nil), v...), m.m[string(k)]...)
+}
+
+// writeRandom applies to db and m alike a Delete (a tenth of the time), a
+// Merge (merges tenths) or a Set of k to v.
+func (m *model) writeRandom(t testing.TB, db *DB, rng *rand.Rand, merges int, k, v []byte) {
+	t.Helper()
+	var err error
+	switch r := rng.Intn(10); {
+	case r == 0:
+		err = db.Delete(k, NoSync)
+		m.del(k)
+	case r <= merges:
+		err = db.Merge(k, v, NoSync)
+		m.merge(k, v)
+	default:
+		err = db.Set(k, v, NoSync)
+		m.set(k, v)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 func (m *model) clone() *model {

@@ -27,23 +27,7 @@ func TestL0CompactionsRunInRanges(t *testing.T) {
 	for i := range 80000 {
 		k := fmt.Appendf(nil, "key%06d", rng.Intn(30000))
 		v := fmt.Appendf(nil, "v%d-%060d", i, i)
-		switch rng.Intn(10) {
-		case 0:
-			if err := db.Delete(k, NoSync); err != nil {
-				t.Fatal(err)
-			}
-			m.del(k)
-		case 1:
-			if err := db.Merge(k, v, NoSync); err != nil {
-				t.Fatal(err)
-			}
-			m.merge(k, v)
-		default:
-			if err := db.Set(k, v, NoSync); err != nil {
-				t.Fatal(err)
-			}
-			m.set(k, v)
-		}
+		m.writeRandom(t, db, rng, 1, k, v)
 		if i == 40000 {
 			snap, atSnap = db.NewSnapshot(), m.clone()
 		}
