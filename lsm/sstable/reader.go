@@ -413,9 +413,13 @@ func (r *Reader) NewCompactionIter() *Iter {
 // InitCompactionIter is NewCompactionIter in place, as InitIter is NewIter.
 func (r *Reader) InitCompactionIter(it *Iter) { it.reset(r, nil, true) }
 
-// Detach lets go of the iterator's table, keeping its buffers for the
-// next InitIter (an idle iterator kept for reuse then pins no reader).
-func (it *Iter) Detach() { it.reset(nil, nil, false) }
+// Detach lets go of the iterator's table and its readahead window (up to
+// 256 KiB), keeping its small buffers for the next InitIter: an idle
+// iterator kept for reuse pins no reader and little memory.
+func (it *Iter) Detach() {
+	it.reset(nil, nil, false)
+	it.ra.buf = nil
+}
 
 func (it *Iter) reset(r *Reader, filters []BlockPropertyFilter, noCache bool) {
 	*it = Iter{r: r, filters: filters, noCache: noCache,
