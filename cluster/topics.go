@@ -40,9 +40,25 @@ func topicKey(id dewey.ID) string {
 }
 
 // LoadTopics reads every assignment (a watch delivers the current values,
-// then nil).
+// then nil). A watch that does not finish in its time (its consumer can
+// stall while the bucket's stream changes leader) is started again with
+// twice the time, within loadTimeout in all; fn may so see an assignment
+// twice.
 func (s kvTopics) LoadTopics(fn func(path string, id dewey.ID) error) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	deadline := time.Now().Add(loadTimeout)
+	for attempt := loadAttempt; ; attempt *= 2 {
+		err := s.loadOnce(fn, min(attempt, time.Until(deadline)))
+		if err == nil || !errors.Is(err, context.DeadlineExceeded) || time.Until(deadline) <= 0 {
+			return err
+		}
+	}
+}
+
+// loadTimeout bounds LoadTopics, loadAttempt its first watch.
+var loadTimeout, loadAttempt = time.Minute, 5 * time.Second
+
+func (s kvTopics) loadOnce(fn func(path string, id dewey.ID) error, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	w, err := s.kv.Watch(ctx, "i.>", jetstream.IgnoreDeletes())
 	if err != nil {

@@ -110,3 +110,66 @@ func TestExistingKeyNotYetReadable(t *testing.T) {
 		t.Fatalf("never readable: %v, want an error that is not ErrTopicTaken", err)
 	}
 }
+
+// stallingKV is a topic bucket whose first watches deliver one entry and
+// then stall, as a watch whose consumer is lost does; later ones deliver
+// every entry and the end.
+type stallingKV struct {
+	jetstream.KeyValue
+	stalls  int
+	watches int
+	entries map[string]string
+}
+
+type fakeEntry struct {
+	jetstream.KeyValueEntry
+	key, value string
+}
+
+func (e fakeEntry) Key() string   { return e.key }
+func (e fakeEntry) Value() []byte { return []byte(e.value) }
+
+type fakeWatcher struct{ ch chan jetstream.KeyValueEntry }
+
+func (w fakeWatcher) Updates() <-chan jetstream.KeyValueEntry { return w.ch }
+func (w fakeWatcher) Stop() error                             { return nil }
+
+func (kv *stallingKV) Watch(context.Context, string, ...jetstream.WatchOpt) (jetstream.KeyWatcher, error) {
+	kv.watches++
+	ch := make(chan jetstream.KeyValueEntry, len(kv.entries)+1)
+	for k, v := range kv.entries {
+		ch <- fakeEntry{key: k, value: v}
+		if kv.watches <= kv.stalls {
+			return fakeWatcher{ch}, nil
+		}
+	}
+	ch <- nil
+	return fakeWatcher{ch}, nil
+}
+
+// TestLoadTopicsWatchesAgain: a watch that stalls before its end is
+// started again, with more time, until one finishes within the limit;
+// every assignment is loaded. One that never finishes fails at the limit.
+func TestLoadTopicsWatchesAgain(t *testing.T) {
+	defer func(total, first time.Duration) { loadTimeout, loadAttempt = total, first }(loadTimeout, loadAttempt)
+	loadTimeout, loadAttempt = 2*time.Second, 50*time.Millisecond
+	kv := &stallingKV{stalls: 2, entries: map[string]string{"i.1": "sports", "i.1.1": "sports/soccer", "i.2": "news"}}
+	topics, err := dewey.NewSharedTopics(kvTopics{kv: kv}, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kv.watches != 3 || topics.Len() != 3 {
+		t.Fatalf("%d watches loaded %d topics, want 3 and 3", kv.watches, topics.Len())
+	}
+	if id, ok := topics.Lookup("sports/soccer"); !ok || !id.Equal(dewey.ID{1, 1}) {
+		t.Fatalf("sports/soccer is %v %v", id, ok)
+	}
+	kv = &stallingKV{stalls: 1 << 30, entries: map[string]string{"i.1": "sports"}}
+	start := time.Now()
+	if err := (kvTopics{kv: kv}).LoadTopics(func(string, dewey.ID) error { return nil }); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a watch that never ends: %v", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("gave up after %v, past its limit", d)
+	}
+}
