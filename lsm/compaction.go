@@ -160,8 +160,7 @@ func (d *DB) setupCompaction(c *compaction) {
 func (d *DB) runCompaction(c *compaction) error {
 	defer func() { d.deleteObsolete(c.version.Unref()) }()
 	start := time.Now()
-	maxGrand := uint64(10 * d.opts.TargetFileSize)
-	if c.out != c.level && len(c.inputs[0]) == 1 && len(c.inputs[1]) == 0 && sumSize(c.grand) <= maxGrand {
+	if c.out != c.level && len(c.inputs[0]) == 1 && len(c.inputs[1]) == 0 && sumSize(c.grand) <= d.opts.maxGrandOverlap() {
 		// Trivial move: nothing to merge with, just relink the file.
 		f := c.inputs[0][0]
 		edit := &manifest.VersionEdit{
@@ -263,7 +262,7 @@ func (d *DB) compactRange(c *compaction, r keyRange, snaps []uint64) rangeResult
 		in: in, merger: d.opts.Merger, filter: d.opts.CompactionFilter, shadowed: d.opts.OnShadowed, level: out, snapshots: snaps,
 		isBase: baseLevelChecker(c.version, out+1), zeroSeqs: !d.opts.KeepSeqNums,
 	}
-	maxGrand := uint64(10 * d.opts.TargetFileSize)
+	maxGrand := d.opts.maxGrandOverlap()
 	grand := c.grand
 	var grandOverlap uint64
 	var seenKey bool
@@ -284,6 +283,11 @@ func (d *DB) compactRange(c *compaction, r keyRange, snaps []uint64) rangeResult
 	outs, err := d.writeTables(ci, uint64(d.opts.TargetFileSize), shouldStop)
 	return rangeResult{outs: outs, filterTouched: ci.filterTouched, dropped: ci.dropped, err: err}
 }
+
+// maxGrandOverlap is how much of the level below its output a compaction
+// output table may overlap: a trivial move is refused past it, and an
+// output table is cut there.
+func (o *Options) maxGrandOverlap() uint64 { return uint64(10 * o.TargetFileSize) }
 
 func sumSize(files []*manifest.FileMetadata) uint64 {
 	var n uint64

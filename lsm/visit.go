@@ -6,6 +6,7 @@ import (
 
 	"github.com/seed84792017/cellcast/lsm/internal/base"
 	"github.com/seed84792017/cellcast/lsm/internal/manifest"
+	"github.com/seed84792017/cellcast/lsm/sstable"
 )
 
 // MemtableLevel is the Level reported for fragments still in memory.
@@ -94,7 +95,8 @@ func (d *DB) VisitKey(key []byte, o *VisitOptions, fn func(*Fragment) VisitDecis
 		if !r.MayContain(key) {
 			return false, nil
 		}
-		it := r.NewIter(filters)
+		var it sstable.Iter // on the stack, as a point read's
+		r.InitIter(&it, filters)
 		for it.SeekGE(key); it.Valid() && bytes.Equal(it.Key().UserKey, key); it.Next() {
 			if k := it.Key(); k.Seq() <= seq && deliver(k, it.Value(), level, f.Num) {
 				return true, nil

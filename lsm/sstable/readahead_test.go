@@ -46,7 +46,8 @@ func TestScansReadAheadSeeksDoNot(t *testing.T) {
 			r, cf := open(NewCache(64 << 10))
 			it := r.NewIter(nil)
 			if mode == "compaction" {
-				it = r.NewCompactionIter()
+				it = &Iter{}
+				r.InitCompactionIter(it)
 			}
 			i := 0
 			for it.First(); it.Valid(); it.Next() {

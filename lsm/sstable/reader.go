@@ -401,16 +401,9 @@ func (r *Reader) NewIter(filters []BlockPropertyFilter) *Iter {
 // one after another, or a point read on the stack, without allocating.
 func (r *Reader) InitIter(it *Iter, filters []BlockPropertyFilter) { it.reset(r, filters, false) }
 
-// NewCompactionIter returns an iterator for one sequential pass that
+// InitCompactionIter makes it an iterator for one sequential pass that
 // bypasses the block cache and reuses its buffers: a Value is valid only
 // until the next move.
-func (r *Reader) NewCompactionIter() *Iter {
-	it := &Iter{}
-	r.InitCompactionIter(it)
-	return it
-}
-
-// InitCompactionIter is NewCompactionIter in place, as InitIter is NewIter.
 func (r *Reader) InitCompactionIter(it *Iter) { it.reset(r, nil, true) }
 
 // Detach lets go of the iterator's table and its readahead window (up to
