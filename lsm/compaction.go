@@ -179,7 +179,10 @@ func (d *DB) runCompaction(c *compaction) error {
 		d.m.moves.Add(1)
 		return nil
 	}
-	ranges := d.subRanges(c)
+	ranges := []keyRange{{}}
+	if d.backlogged(c) {
+		ranges = d.subRanges(c)
+	}
 	for {
 		d.mu.Lock()
 		snaps, epoch := d.snapshots.seqs(), d.snapshotEpoch
