@@ -40,8 +40,10 @@ type ClusterConfig struct {
 	ShardDepth  int
 	ShardGroups int
 	// TopicShardDepth is how many components of a topic path place it in
-	// a topic shard (cluster.Shards); default 1, by top-level topic.
-	TopicShardDepth int
+	// one of TopicShardGroups topic shards (cluster.Shards); defaults 1,
+	// by top-level topic, and 4.
+	TopicShardDepth  int
+	TopicShardGroups int
 	// Replicas of each shard's log; default 3, the size of the smallest
 	// cluster that survives the loss of a node.
 	Replicas int
@@ -117,7 +119,7 @@ func (b *Broker) startNode(grid gateway.Grid) (*cluster.Node, *gateway.Locator, 
 	cc := b.cfg.Cluster
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := cluster.Config{ID: cc.Node, NC: b.nc, Dir: b.cfg.DataDir, Shards: cluster.Shards{Depth: cc.ShardDepth, Groups: cc.ShardGroups, TopicDepth: cc.TopicShardDepth}, Replicas: cc.Replicas,
+	cfg := cluster.Config{ID: cc.Node, NC: b.nc, Dir: b.cfg.DataDir, Shards: cc.shards(), Replicas: cc.Replicas,
 		LeaseTTL: cc.LeaseTTL, LSM: &lsm.Options{BlockCacheSize: b.cfg.CacheBytes / 16, FS: b.cfg.FS},
 		MaxBacklog: b.cfg.MaxBacklog, MaxBacklogBytes: b.cfg.MaxBacklogBytes, Log: b.log}
 	cfg.Store.Limits, cfg.Store.CellsOnly = b.cfg.Limits, b.cfg.CellsOnly
@@ -159,6 +161,11 @@ func (b *Broker) startNode(grid gateway.Grid) (*cluster.Node, *gateway.Locator, 
 		b.log.Info("waiting for JetStream", "err", err)
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// shards is the shard layout cc names.
+func (cc ClusterConfig) shards() cluster.Shards {
+	return cluster.Shards{Depth: cc.ShardDepth, Groups: cc.ShardGroups, TopicDepth: cc.TopicShardDepth, TopicGroups: cc.TopicShardGroups}
 }
 
 // maxTopicDepth is how deep a cluster's topic paths go: as deep as one

@@ -85,7 +85,8 @@ func tryStartCluster(t *testing.T, n int, opts ...func(*ClusterConfig)) ([]*Brok
 	// Right after every shard has an owner the nodes may still hand some
 	// on, and an operation meeting a handover can wait out a stream's
 	// election on a loaded machine.
-	all := len(cluster.Shards{}.All())
+	layout := brokers[0].cfg.Cluster.shards()
+	all := len(layout.All())
 	deadline := time.Now().Add(60 * time.Second)
 	var last string
 	since := time.Now()
@@ -103,7 +104,7 @@ func tryStartCluster(t *testing.T, n int, opts ...func(*ClusterConfig)) ([]*Brok
 		if now != last {
 			last, since = now, time.Now()
 		}
-		if total == all && (cluster.Shards{}).Fair(owned) && time.Since(since) >= time.Second {
+		if total == all && layout.Fair(owned) && time.Since(since) >= time.Second {
 			return brokers, nil
 		}
 		if time.Now().After(deadline) {
@@ -348,14 +349,15 @@ func TestPingAnswersOnlyBrokers(t *testing.T) {
 // rendering node may first have learnt from the registry.
 // TestClusterTopics subscribes and publishes by topic across three
 // nodes, with topics placed by their top-level topic and by their first
-// two levels (then "sports" and "news" live apart from their subtopics).
+// two levels (then "sports" and "news" live apart from their subtopics),
+// over the default four topic shards and over nine.
 func TestClusterTopics(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-node cluster")
 	}
-	for _, depth := range []int{1, 2} {
-		t.Run(fmt.Sprintf("topic depth %d", depth), func(t *testing.T) {
-			testClusterTopics(t, startCluster(t, 3, func(c *ClusterConfig) { c.TopicShardDepth = depth }))
+	for _, l := range []struct{ depth, groups int }{{1, 4}, {2, 4}, {2, 9}} {
+		t.Run(fmt.Sprintf("topic depth %d over %d", l.depth, l.groups), func(t *testing.T) {
+			testClusterTopics(t, startCluster(t, 3, func(c *ClusterConfig) { c.TopicShardDepth, c.TopicShardGroups = l.depth, l.groups }))
 		})
 	}
 }

@@ -378,7 +378,7 @@ func TestClusterMatchesLikeOneNode(t *testing.T) {
 	check("after a node stopped", resumed)
 
 	// A node that would split shards unlike the cluster is refused.
-	for _, m := range []Shards{{Depth: 3}, {Depth: 2, TopicDepth: 2}} {
+	for _, m := range []Shards{{Depth: 3}, {Depth: 2, TopicDepth: 2}, {Depth: 2, TopicGroups: 8}} {
 		_, err := Start(ctx, Config{ID: "n9", NC: nodes[0].nc, Dir: t.TempDir(), Shards: m, Replicas: 3, Log: quiet, Encode: func(p *subscriptions.Publication) []byte { return []byte(p.Desc) }})
 		if !errors.Is(err, ErrLayout) {
 			t.Fatalf("a node of layout %s joined a cluster of %s: %v", m, Shards{Depth: 2}, err)

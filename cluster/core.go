@@ -21,7 +21,11 @@ func (n *Node) Limits() subscriptions.Limits { return n.limits }
 // Subscribe stores the subscription in its home shard and routes its
 // notifications to sink.
 func (n *Node) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequest, sink delivery.Sink, answer func(*subscriptions.SubscribeResult, string)) error {
-	shard := n.cfg.Shards.Home(cellsOf(req.Cell, req.Cover))
+	cells := cellsOf(req.Cell, req.Cover)
+	shard := n.cfg.Shards.Home(cells)
+	if req.SelfJoin {
+		shard = n.cfg.Shards.SelfJoinHome(cells)
+	}
 	h := n.h
 	id := h.next.Add(1)
 	// The route opens on the inbox goroutine, before any later

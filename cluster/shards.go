@@ -10,16 +10,6 @@ import (
 	"github.com/seed84792017/cellcast/subscriptions"
 )
 
-// TopicShards is how many shards the topic namespace is split into. A
-// topic at or below the topic depth lives in the shard its first
-// TopicDepth components hash to; one above it (a shallow topic) in the
-// shard its own components hash to, as the first shard "under" it. At
-// topic depth 1 a topic publication therefore goes to one shard, the one
-// of its top-level topic. Deeper, a busy top-level topic spreads over the
-// shards by its subtopics, and a publication to a shallow topic goes to
-// every topic shard (its descendants may live in any).
-const TopicShards = 4
-
 // Shards splits the geo Dewey space over a fixed number of shards. The
 // cells of the world grid are far too many and too uneven to be shards
 // themselves (one depth-2 subtree holds all of New York), so the subtrees
@@ -46,6 +36,16 @@ type Shards struct {
 	Depth      int // 2–31 components (0 means DefaultShardDepth): the subtrees hashed onto shards
 	Groups     int // 1–256 geo shards besides g0 (0 means DefaultShardGroups)
 	TopicDepth int // 1–4 (0 means 1): how many components of a topic place it
+	// TopicGroups is how many shards the topic namespace is split into,
+	// 1–256 (0 means DefaultTopicGroups). A topic at or below TopicDepth
+	// lives in the shard its first TopicDepth components hash to; one
+	// above it (a shallow topic) in the shard its own components hash to,
+	// as the first shard "under" it. At topic depth 1 a topic publication
+	// therefore goes to one shard, the one of its top-level topic. Deeper,
+	// a busy top-level topic spreads over the topic shards by its
+	// subtopics, and a publication to a shallow topic goes to every topic
+	// shard (its descendants may live in any).
+	TopicGroups int
 }
 
 // Defaults of the layout: S2 level 10 (cells of 7–10 km, a few dozen to
@@ -54,6 +54,7 @@ type Shards struct {
 const (
 	DefaultShardDepth  = 11
 	DefaultShardGroups = 16
+	DefaultTopicGroups = 4
 )
 
 // Overflow is the shard of the records that no one other shard holds.
@@ -61,7 +62,7 @@ const Overflow = "g0"
 
 // String names the layout; every node of a cluster must use the same.
 func (m Shards) String() string {
-	return fmt.Sprintf("geo depth %d hashed onto %d shards and an overflow, topic depth %d, %d topic shards", m.depth(), m.groups(), m.topicDepth(), TopicShards)
+	return fmt.Sprintf("geo depth %d hashed onto %d shards and an overflow, topic depth %d, %d topic shards", m.depth(), m.groups(), m.topicDepth(), m.topicGroups())
 }
 
 func (m Shards) depth() int {
@@ -80,13 +81,20 @@ func (m Shards) groups() int {
 
 func (m Shards) topicDepth() int { return max(m.TopicDepth, 1) }
 
+func (m Shards) topicGroups() int {
+	if m.TopicGroups == 0 {
+		return DefaultTopicGroups
+	}
+	return m.TopicGroups
+}
+
 // All lists every shard: g0, the geo shards in order, the topic shards.
 func (m Shards) All() []string {
 	names := []string{Overflow}
 	for g := range m.groups() {
 		names = append(names, fmt.Sprintf("g%d", g+1))
 	}
-	for k := range TopicShards {
+	for k := range m.topicGroups() {
 		names = append(names, fmt.Sprintf("t%d", k+1))
 	}
 	return names
@@ -138,17 +146,17 @@ func IsTopic(shard string) bool { return strings.HasPrefix(shard, "t") }
 
 // topicShard is the shard of the topic path id: its components folded
 // together (at topic depth 1, its top-level topic's number).
-func topicShard(id dewey.ID) string {
+func (m Shards) topicShard(id dewey.ID) string {
 	var h uint64
 	for _, x := range id {
 		h = h*31 + uint64(x)
 	}
-	return fmt.Sprintf("t%d", h%TopicShards+1)
+	return fmt.Sprintf("t%d", h%uint64(m.topicGroups())+1)
 }
 
 // topicHome is the shard a subscription to topic cell c lives in.
 func (m Shards) topicHome(c subscriptions.Cell) string {
-	return topicShard(c.ID[:min(len(c.ID), m.topicDepth())])
+	return m.topicShard(c.ID[:min(len(c.ID), m.topicDepth())])
 }
 
 // topicTargets are the shards a publication to topic cell c is stored in.
@@ -160,13 +168,13 @@ func (m Shards) topicTargets(c subscriptions.Cell) []string {
 		}
 	}
 	if len(c.ID) < m.topicDepth() { // a shallow topic: descendants anywhere
-		for k := range TopicShards {
+		for k := range m.topicGroups() {
 			add(fmt.Sprintf("t%d", k+1))
 		}
 		return out
 	}
 	for k := 1; k < m.topicDepth(); k++ { // subscriptions to shallow ancestors
-		add(topicShard(c.ID[:k]))
+		add(m.topicShard(c.ID[:k]))
 	}
 	return out
 }
@@ -181,6 +189,9 @@ func (m Shards) Validate() error {
 	}
 	if m.TopicDepth < 0 || m.TopicDepth > 4 {
 		return fmt.Errorf("cluster: topic shard depth %d: use 1 to 4", m.TopicDepth)
+	}
+	if m.TopicGroups < 0 || m.TopicGroups > 256 {
+		return fmt.Errorf("cluster: %d topic shards: use 1 to 256", m.TopicGroups)
 	}
 	return nil
 }
@@ -212,6 +223,19 @@ func (m Shards) Home(cells []subscriptions.Cell) string {
 		}
 	}
 	return home
+}
+
+// SelfJoinHome is the shard a self-join subscription on cells lives in:
+// one that every publication it can overlap reaches, g0 on the grid and
+// its top-level topic's shard for a topic. So the user's earlier
+// self-joins are in the same store wherever the user was, and the store
+// leaves out what they were sent as on one node; a subtree's shard would
+// hold only those in its subtree.
+func (m Shards) SelfJoinHome(cells []subscriptions.Cell) string {
+	if c := cells[0]; c.NS != subscriptions.NSCell {
+		return m.topicShard(c.ID[:min(len(c.ID), 1)])
+	}
+	return Overflow
 }
 
 // PubHome is the shard whose answer and catalog a publication on cells
@@ -248,10 +272,15 @@ func (m Shards) Targets(cells []subscriptions.Cell) []string {
 
 // Candidates are the shards a subscription named by a cell may live in,
 // likeliest first: a sid names only its first cell, and a subscription
-// whose cover spans shards lives in g0.
+// whose cover spans shards, or a self-join, lives in g0 (a topic
+// self-join in its top-level topic's shard).
 func (m Shards) Candidates(c subscriptions.Cell) []string {
 	if c.NS != subscriptions.NSCell {
-		return []string{m.topicHome(c)}
+		cs := []string{m.topicHome(c)}
+		if sj := m.SelfJoinHome([]subscriptions.Cell{c}); sj != cs[0] {
+			cs = append(cs, sj)
+		}
+		return cs
 	}
 	if h := m.Home([]subscriptions.Cell{c}); h != Overflow {
 		return []string{h, Overflow}

@@ -13,7 +13,7 @@ import (
 // TestEveryOverlappingPairMeetsInOneShard checks the sharding rule by
 // brute force: a subscription lives in one shard, and every publication
 // that overlaps it (some cell of each) is stored there (Targets is a set,
-// so once).
+// so once); a self-join subscription likewise in its own home.
 func TestEveryOverlappingPairMeetsInOneShard(t *testing.T) {
 	r := rand.New(rand.NewSource(7))
 	// Cells near each other at every depth, also components above 4 (any
@@ -54,6 +54,7 @@ func TestEveryOverlappingPairMeetsInOneShard(t *testing.T) {
 			if !slices.Contains(m.Candidates(s[0]), home) {
 				t.Fatalf("%v: subscription %v lives in %s, not among the candidates of its first cell %v", m, s, home, m.Candidates(s[0]))
 			}
+			selfJoinMeets(t, m, p, s, anyOverlap(p, s))
 		}
 		if len(homes) < min(m.groups(), 3) {
 			t.Fatalf("%v: subscriptions live in %v only", m, homes)
@@ -84,9 +85,10 @@ func TestEveryOverlappingPairMeetsInOneShard(t *testing.T) {
 	}
 }
 
-// TestTopicPairsMeetInOneShard: at every topic depth, a topic publication
-// is stored in the home of every subscription it can match, and a topic
-// shallower than the depth reaches every topic shard.
+// TestTopicPairsMeetInOneShard: at every topic depth and number of topic
+// shards, a topic publication is stored in the home of every subscription
+// it can match, and a topic shallower than the depth reaches every topic
+// shard.
 func TestTopicPairsMeetInOneShard(t *testing.T) {
 	r := rand.New(rand.NewSource(8))
 	topic := func() subscriptions.Cell {
@@ -96,38 +98,73 @@ func TestTopicPairsMeetInOneShard(t *testing.T) {
 		}
 		return subscriptions.Cell{NS: subscriptions.NSTopic, ID: id}
 	}
-	for td := 1; td <= 4; td++ {
-		m := Shards{Depth: 2, TopicDepth: td}
-		all := m.All()
-		spread := map[string]bool{}
-		home := func(c subscriptions.Cell) string { return m.Home([]subscriptions.Cell{c}) }
-		for range 20000 {
-			p, s := topic(), topic()
-			targets := m.Targets([]subscriptions.Cell{p})
-			if targets[0] != home(p) || len(slices.Compact(slices.Sorted(slices.Values(targets)))) != len(targets) {
-				t.Fatalf("topic depth %d: targets of %v: %v (home %s)", td, p.ID, targets, home(p))
-			}
-			for _, x := range targets {
-				if !IsTopic(x) || !slices.Contains(all, x) {
-					t.Fatalf("topic depth %d: %v targets shard %s", td, p.ID, x)
-				}
-			}
-			if len(p.ID) < td && len(targets) != TopicShards {
-				t.Fatalf("topic depth %d: shallow topic %v reaches %v only", td, p.ID, targets)
-			}
-			if overlaps(p, s) && !slices.Contains(targets, home(s)) {
-				t.Fatalf("topic depth %d: publication %v misses subscription %v: home %s, targets %v", td, p.ID, s.ID, home(s), targets)
-			}
-			if len(s.ID) >= td && s.ID[0] == 1 {
-				spread[home(s)] = true
-			}
-		}
-		if td > 1 && len(spread) < 2 {
-			t.Fatalf("topic depth %d: the subtopics of one top-level topic all live in %v", td, spread)
+	for _, tg := range []int{0, 1, 4, 16} {
+		for td := 1; td <= 4; td++ {
+			pairsMeet(t, r, topic, Shards{Depth: 2, TopicDepth: td, TopicGroups: tg})
 		}
 	}
-	if err := (Shards{Depth: 2, TopicDepth: 5}).Validate(); err == nil {
-		t.Fatal("topic depth 5 accepted")
+	for _, bad := range []Shards{{Depth: 2, TopicDepth: 5}, {Depth: 2, TopicGroups: 257}, {Depth: 2, TopicGroups: -1}} {
+		if err := bad.Validate(); err == nil {
+			t.Fatalf("%+v accepted", bad)
+		}
+	}
+	// Sixteen topic shards spread one busy top-level topic's subtopics
+	// over more than four.
+	m := Shards{Depth: 2, TopicDepth: 2, TopicGroups: 16}
+	spread := map[string]bool{}
+	for x := range uint32(64) {
+		spread[m.Home([]subscriptions.Cell{{NS: subscriptions.NSTopic, ID: dewey.ID{7, x + 1}}})] = true
+	}
+	if len(spread) <= 4 || len(m.All()) != 1+DefaultShardGroups+16 {
+		t.Fatalf("64 subtopics over 16 topic shards live in %d: %v", len(spread), spread)
+	}
+}
+
+// pairsMeet checks layout m on 20,000 random topic pairs.
+func pairsMeet(t *testing.T, r *rand.Rand, topic func() subscriptions.Cell, m Shards) {
+	t.Helper()
+	td := m.topicDepth()
+	all := m.All()
+	spread := map[string]bool{}
+	home := func(c subscriptions.Cell) string { return m.Home([]subscriptions.Cell{c}) }
+	for range 20000 {
+		p, s := topic(), topic()
+		targets := m.Targets([]subscriptions.Cell{p})
+		if targets[0] != home(p) || len(slices.Compact(slices.Sorted(slices.Values(targets)))) != len(targets) {
+			t.Fatalf("%s: targets of %v: %v (home %s)", m, p.ID, targets, home(p))
+		}
+		for _, x := range targets {
+			if !IsTopic(x) || !slices.Contains(all, x) {
+				t.Fatalf("%s: %v targets shard %s", m, p.ID, x)
+			}
+		}
+		if len(p.ID) < td && len(targets) != m.topicGroups() {
+			t.Fatalf("%s: shallow topic %v reaches %v only", m, p.ID, targets)
+		}
+		if overlaps(p, s) && !slices.Contains(targets, home(s)) {
+			t.Fatalf("%s: publication %v misses subscription %v: home %s, targets %v", m, p.ID, s.ID, home(s), targets)
+		}
+		selfJoinMeets(t, m, []subscriptions.Cell{p}, []subscriptions.Cell{s}, overlaps(p, s))
+		if len(s.ID) >= td && s.ID[0] == 1 {
+			spread[home(s)] = true
+		}
+	}
+	if td > 1 && m.topicGroups() > 1 && len(spread) < 2 {
+		t.Fatalf("%s: the subtopics of one top-level topic all live in %v", m, spread)
+	}
+}
+
+// selfJoinMeets checks that a self-join subscription on s lives where a
+// publication on p that overlaps it is stored, and where its sid is looked
+// for.
+func selfJoinMeets(t *testing.T, m Shards, p, s []subscriptions.Cell, overlap bool) {
+	t.Helper()
+	home := m.SelfJoinHome(s)
+	if overlap && !slices.Contains(m.Targets(p), home) {
+		t.Fatalf("%v: publication %v misses self-join subscription %v: home %s, targets %v", m, p, s, home, m.Targets(p))
+	}
+	if !slices.Contains(m.Candidates(s[0]), home) {
+		t.Fatalf("%v: self-join %v lives in %s, not among the candidates of its first cell %v", m, s, home, m.Candidates(s[0]))
 	}
 }
 

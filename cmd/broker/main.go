@@ -99,8 +99,8 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 			c.Cluster.Routes = append(c.Cluster.Routes, r)
 		}
 	}
-	if c.Cluster.Node != "" && (c.Cluster.ShardDepth < 2 || c.Cluster.ShardDepth > 31 || c.Cluster.ShardGroups < 1 || c.Cluster.ShardGroups > 256 || c.Cluster.TopicShardDepth < 1 || c.Cluster.TopicShardDepth > 4 || c.Cluster.Replicas < 1 || c.Cluster.LeaseTTL < 500*time.Millisecond || c.Cluster.ElectionTimeout < broker.MinElectionTimeout) {
-		fmt.Fprintln(stderr, "broker: --shard-depth 2 to 31, --shard-groups 1 to 256, --topic-shard-depth 1 to 4, --replicas at least 1, --lease-ttl and --cluster-election-timeout at least 500ms")
+	if c.Cluster.Node != "" && (c.Cluster.ShardDepth < 2 || c.Cluster.ShardDepth > 31 || c.Cluster.ShardGroups < 1 || c.Cluster.ShardGroups > 256 || c.Cluster.TopicShardDepth < 1 || c.Cluster.TopicShardDepth > 4 || c.Cluster.TopicShardGroups < 1 || c.Cluster.TopicShardGroups > 256 || c.Cluster.Replicas < 1 || c.Cluster.LeaseTTL < 500*time.Millisecond || c.Cluster.ElectionTimeout < broker.MinElectionTimeout) {
+		fmt.Fprintln(stderr, "broker: --shard-depth 2 to 31, --shard-groups 1 to 256, --topic-shard-depth 1 to 4, --topic-shard-groups 1 to 256, --replicas at least 1, --lease-ttl and --cluster-election-timeout at least 500ms")
 		return 2
 	}
 	c.CacheBytes = int64(*s.cacheMiB) << 20

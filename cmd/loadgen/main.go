@@ -185,8 +185,8 @@ func levels(cfg *workload.Config, level, minLevel, shardDepth int) error {
 // fitsShards checks that a cluster can answer the oracle's questions: a
 // cell above the shard depth is stamped in every geo shard (a
 // publication's reply names one stamp, its subscribers elsewhere get
-// others), and a self-join sees its user's subscriptions in its own shard
-// only (docs/cluster.md, limits). At or below the depth, a subscription
+// others), and a self-join subscription lives in g0, which stamps the
+// publications it gets apart from their home shard. At or below the depth, a subscription
 // and the publications it overlaps meet in one shard, under one stamp.
 func fitsShards(ops []workload.Op, depth int) error {
 	if depth == 0 {
@@ -195,7 +195,7 @@ func fitsShards(ops []workload.Op, depth int) error {
 	for i := range ops {
 		switch op := &ops[i]; {
 		case op.SelfJoin:
-			return fmt.Errorf("-shard-depth: operation %d is a self-join, which a cluster serves within one shard only", i)
+			return fmt.Errorf("-shard-depth: operation %d is a self-join, which a cluster serves from g0 under stamps of g0's own", i)
 		case len(op.Cell) < depth:
 			return fmt.Errorf("-shard-depth: operation %d is on cell %v, above the shard depth %d (use -space s2)", i, op.Cell, depth)
 		}

@@ -43,9 +43,10 @@ func startNodes(bin, dir string, args ...string) (*procs.Cluster, error) {
 }
 
 // layout is the shard layout the nodes run with flags: the broker's
-// defaults unless --shard-depth or --shard-groups say otherwise.
+// defaults unless --shard-depth, --shard-groups or --topic-shard-groups
+// say otherwise.
 func layout(flags []string) cluster.Shards {
-	return cluster.Shards{Depth: intFlag(flags, "shard-depth"), Groups: intFlag(flags, "shard-groups")}
+	return cluster.Shards{Depth: intFlag(flags, "shard-depth"), Groups: intFlag(flags, "shard-groups"), TopicGroups: intFlag(flags, "topic-shard-groups")}
 }
 
 // intFlag is the last value flags give the broker flag name (-name v,

@@ -1,0 +1,124 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/seed84792017/cellcast/subscriptions"
+)
+
+// TestSelfJoinAcrossShards: users move over cells whose subtrees live in
+// different shards, subscribing with self-join. Each subscription's past
+// results leave out exactly the publications an earlier subscription of
+// its user was owed, wherever that one's cells lie, as on one node; its
+// live notifications are every later overlapping publication, once.
+func TestSelfJoinAcrossShards(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three clustered nats-servers")
+	}
+	servers := natsCluster(t, 3)
+	nodes := startNodes(t, servers, 2)
+	layout := Shards{Depth: 2}
+	r := rand.New(rand.NewSource(21))
+	ctx := context.Background()
+	sinks := []*sink{newSink(), newSink(), newSink()}
+	type pub struct {
+		desc string
+		cell subscriptions.Cell
+	}
+	var pubs []pub
+	var subs []*testSub
+	wantPast := map[*testSub]map[string]bool{}
+	wantLive := map[*testSub]map[string]bool{}
+	crossShard := 0 // past results left out for a subscription of another subtree's shard
+	for range 240 {
+		k := r.Intn(len(nodes))
+		c := randomCell(r)
+		if r.Intn(3) > 0 {
+			desc := fmt.Sprintf("p%d", len(pubs))
+			if err := nodes[k].Publish(ctx, &subscriptions.PublishRequest{Uid: "pub", Cell: c, Expires: time.Hour, Desc: desc},
+				func(*subscriptions.PublishResult) {}); err != nil {
+				t.Fatalf("publish at node %d on %v: %v", k, c, err)
+			}
+			pubs = append(pubs, pub{desc, c})
+			for _, s := range subs {
+				if overlaps(c, s.cell) {
+					wantLive[s][desc] = true
+				}
+			}
+			continue
+		}
+		s := &testSub{uid: fmt.Sprintf("u%d", r.Intn(4)), cell: c, node: k, sink: sinks[k]}
+		want := map[string]bool{}
+		for _, p := range pubs {
+			if !overlaps(p.cell, c) {
+				continue
+			}
+			seen, elsewhere := false, true
+			for _, o := range subs {
+				if o.uid == s.uid && overlaps(p.cell, o.cell) {
+					seen = true
+					elsewhere = elsewhere && layout.Home([]subscriptions.Cell{o.cell}) != layout.Home([]subscriptions.Cell{c})
+				}
+			}
+			switch {
+			case !seen:
+				want[p.desc] = true
+			case elsewhere:
+				crossShard++
+			}
+		}
+		err := nodes[k].Subscribe(ctx, &subscriptions.SubscribeRequest{Uid: s.uid, Cell: c, Past: time.Hour, Future: time.Hour, SelfJoin: true},
+			sinks[k], func(res *subscriptions.SubscribeResult, sid string) {
+				s.sid = sid
+				for _, p := range res.Past {
+					s.past = append(s.past, p.Desc)
+				}
+				for _, b := range res.Rendered {
+					s.past = append(s.past, string(b))
+				}
+			})
+		if err != nil {
+			t.Fatalf("subscribe at node %d on %v: %v", k, c, err)
+		}
+		subs = append(subs, s)
+		wantPast[s], wantLive[s] = want, map[string]bool{}
+	}
+	if crossShard == 0 {
+		t.Fatal("no past result was owed to a user's subscription in another shard: the workload tests nothing")
+	}
+	for _, s := range subs {
+		if got := slices.Sorted(slices.Values(s.past)); !slices.Equal(got, sortedKeys(wantPast[s])) {
+			t.Fatalf("self-join %s of %s at %v: past %v, want %v", s.sid, s.uid, s.cell, got, sortedKeys(wantPast[s]))
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for _, s := range subs {
+		for {
+			s.sink.mu.Lock()
+			got := slices.Sorted(slices.Values(s.sink.got[s.sid]))
+			s.sink.mu.Unlock()
+			want := sortedKeys(wantLive[s])
+			if slices.Equal(got, want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("self-join %s at %v: notified of %v, want %v", s.sid, s.cell, got, want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
