@@ -15,7 +15,8 @@ import (
 // different shards, subscribing with self-join. Each subscription's past
 // results leave out exactly the publications an earlier subscription of
 // its user was owed, wherever that one's cells lie, as on one node; its
-// live notifications are every later overlapping publication, once.
+// live notifications are every later overlapping publication, once. Any
+// node then finds each one by its sid, to resume and to cancel it.
 func TestSelfJoinAcrossShards(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three clustered nats-servers")
@@ -110,6 +111,18 @@ func TestSelfJoinAcrossShards(t *testing.T) {
 				t.Fatalf("self-join %s at %v: notified of %v, want %v", s.sid, s.cell, got, want)
 			}
 			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	for i, s := range subs {
+		to := (s.node + 1 + i%2) % len(nodes)
+		s.sink.mu.Lock()
+		last := s.sink.last[s.sid]
+		s.sink.mu.Unlock()
+		if err := nodes[to].Resume(ctx, s.sid, last, s.uid, sinks[to], func(*subscriptions.ReplayResult) {}); err != nil {
+			t.Fatalf("resume of self-join %s at node %d: %v", s.sid, to, err)
+		}
+		if err := nodes[(to+1)%len(nodes)].Unsubscribe(ctx, s.sid, s.uid, nil); err != nil {
+			t.Fatalf("unsubscribe of self-join %s: %v", s.sid, err)
 		}
 	}
 }
