@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand"
 	"slices"
 	"testing"
@@ -93,8 +94,8 @@ func TestSelfJoinAcrossShards(t *testing.T) {
 		t.Fatal("no past result was owed to a user's subscription in another shard: the workload tests nothing")
 	}
 	for _, s := range subs {
-		if got := slices.Sorted(slices.Values(s.past)); !slices.Equal(got, sortedKeys(wantPast[s])) {
-			t.Fatalf("self-join %s of %s at %v: past %v, want %v", s.sid, s.uid, s.cell, got, sortedKeys(wantPast[s]))
+		if got := slices.Sorted(slices.Values(s.past)); !slices.Equal(got, slices.Sorted(maps.Keys(wantPast[s]))) {
+			t.Fatalf("self-join %s of %s at %v: past %v, want %v", s.sid, s.uid, s.cell, got, slices.Sorted(maps.Keys(wantPast[s])))
 		}
 	}
 	deadline := time.Now().Add(20 * time.Second)
@@ -103,7 +104,7 @@ func TestSelfJoinAcrossShards(t *testing.T) {
 			s.sink.mu.Lock()
 			got := slices.Sorted(slices.Values(s.sink.got[s.sid]))
 			s.sink.mu.Unlock()
-			want := sortedKeys(wantLive[s])
+			want := slices.Sorted(maps.Keys(wantLive[s]))
 			if slices.Equal(got, want) {
 				break
 			}
@@ -125,13 +126,4 @@ func TestSelfJoinAcrossShards(t *testing.T) {
 			t.Fatalf("unsubscribe of self-join %s: %v", s.sid, err)
 		}
 	}
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
