@@ -68,11 +68,7 @@ func splitPages(sizes []int, first, rest, budget int) []int {
 
 // render renders publications as clients receive them.
 func (g *Gateway) render(ps []subscriptions.Publication) [][]byte {
-	items := make([][]byte, len(ps))
-	for i := range ps {
-		items[i] = g.loc.EncodePublication(&ps[i])
-	}
-	return items
+	return g.loc.EncodePublications(ps)
 }
 
 // replyPaged answers req on s with head, an encoded reply object, and the

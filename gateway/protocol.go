@@ -274,22 +274,36 @@ func (l *Locator) pubJSON(p *subscriptions.Publication) pubJSON {
 
 // EncodePublication renders p as the JSON object clients receive.
 func (l *Locator) EncodePublication(p *subscriptions.Publication) []byte {
-	render := func() []byte {
-		j := l.pubJSON(p)
-		n := 96 + len(j.Pid) + len(j.Uid) + len(j.Cell) + len(j.Topic) + len(j.Tp) + len(j.ExpiresAt) + len(j.Desc)
-		for k, v := range j.Attrs {
-			n += 6 + len(k) + len(v)
+	if l.cache == nil {
+		return l.renderPublication(p)
+	}
+	return l.cache.get(p, func() []byte { return l.renderPublication(p) })
+}
+
+// EncodePublications renders ps as EncodePublication renders each.
+func (l *Locator) EncodePublications(ps []subscriptions.Publication) [][]byte {
+	out := make([][]byte, len(ps))
+	if l.cache == nil {
+		for i := range ps {
+			out[i] = l.renderPublication(&ps[i])
 		}
-		if b, ok := appendPubJSON(make([]byte, 0, n), &j); ok {
-			return b
-		}
-		b, _ := json.Marshal(j)
+		return out
+	}
+	l.cache.getAll(ps, out, l.renderPublication)
+	return out
+}
+
+func (l *Locator) renderPublication(p *subscriptions.Publication) []byte {
+	j := l.pubJSON(p)
+	n := 96 + len(j.Pid) + len(j.Uid) + len(j.Cell) + len(j.Topic) + len(j.Tp) + len(j.ExpiresAt) + len(j.Desc)
+	for k, v := range j.Attrs {
+		n += 6 + len(k) + len(v)
+	}
+	if b, ok := appendPubJSON(make([]byte, 0, n), &j); ok {
 		return b
 	}
-	if l.cache == nil {
-		return render()
-	}
-	return l.cache.get(p, render)
+	b, _ := json.Marshal(j)
+	return b
 }
 
 // EncodePublicationCBOR renders p as the CBOR object cellcast.cbor

@@ -86,27 +86,68 @@ func (c *pubCache) get(p *subscriptions.Publication, render func() []byte) []byt
 		return render() // another shard's publication of the same stamp
 	}
 	b := render()
-	if len(b) > c.maxBytes/4 {
-		return b // one huge body must not empty the cache
+	if len(b) <= c.maxBytes/4 { // one huge body must not empty the cache
+		c.mu.Lock()
+		c.add(tp, rendered{b: b, h1: h1, h2: h2})
+		c.mu.Unlock()
 	}
+	return b
+}
+
+// getAll renders ps into out (of the same length) as get renders each,
+// looking them all up under one hold of the lock: a reply's past results
+// are scattered over the cache, and one lock per lookup kept their cache
+// misses from overlapping.
+func (c *pubCache) getAll(ps []subscriptions.Publication, out [][]byte, render func(*subscriptions.Publication) []byte) {
+	found := make([]rendered, len(ps))
 	c.mu.Lock()
-	if _, ok := c.m[tp]; !ok {
-		c.m[tp] = rendered{b: b, h1: h1, h2: h2}
-		c.order = append(c.order, tp)
-		c.bytes += len(b)
-		for len(c.m) > c.maxN || c.bytes > c.maxBytes {
-			old := c.order[c.head]
-			c.head++
-			c.bytes -= len(c.m[old].b)
-			delete(c.m, old)
-		}
-		if c.head > len(c.order)/2 { // reclaim the evicted prefix
-			c.order = append(c.order[:0], c.order[c.head:]...)
-			c.head = 0
-		}
+	for i := range ps {
+		found[i] = c.m[ps[i].Tp]
 	}
 	c.mu.Unlock()
-	return b
+	var fresh []int // indexes of ps rendered here, to cache
+	for i := range ps {
+		h1, h2 := identity(&ps[i])
+		e := found[i]
+		if e.b != nil && e.h1 == h1 && e.h2 == h2 {
+			out[i] = e.b
+			continue
+		}
+		out[i] = render(&ps[i])
+		if e.b == nil && len(out[i]) <= c.maxBytes/4 {
+			found[i] = rendered{b: out[i], h1: h1, h2: h2}
+			fresh = append(fresh, i)
+		}
+	}
+	if len(fresh) == 0 {
+		return
+	}
+	c.mu.Lock()
+	for _, i := range fresh {
+		c.add(ps[i].Tp, found[i])
+	}
+	c.mu.Unlock()
+}
+
+// add caches e under tp unless tp is cached, evicting the oldest entries
+// past the bounds. c.mu is held.
+func (c *pubCache) add(tp int64, e rendered) {
+	if _, ok := c.m[tp]; ok {
+		return
+	}
+	c.m[tp] = e
+	c.order = append(c.order, tp)
+	c.bytes += len(e.b)
+	for len(c.m) > c.maxN || c.bytes > c.maxBytes {
+		old := c.order[c.head]
+		c.head++
+		c.bytes -= len(c.m[old].b)
+		delete(c.m, old)
+	}
+	if c.head > len(c.order)/2 { // reclaim the evicted prefix
+		c.order = append(c.order[:0], c.order[c.head:]...)
+		c.head = 0
+	}
 }
 
 // joinJSON renders a JSON array of already encoded values.

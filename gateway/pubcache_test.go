@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"fmt"
 	"math/rand"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/seed84792017/cellcast/dewey"
@@ -78,5 +80,92 @@ func TestPubCacheTellsPublicationsApart(t *testing.T) {
 	}
 	if matched == 0 {
 		t.Fatal("no pair alike: the test tells nothing")
+	}
+}
+
+// BenchmarkPubCacheHitAll is BenchmarkPubCacheHit's lookups a reply's
+// worth at a time (getAll), per publication.
+//
+//	go test ./gateway -run '^$' -bench PubCacheHit
+func BenchmarkPubCacheHitAll(b *testing.B) {
+	const n, reply = pubCacheEntries, 32
+	c := newPubCache(pubCacheEntries, pubCacheBytes)
+	for i := range n {
+		c.get(benchPub(i), func() []byte { return make([]byte, 250+i%100) })
+	}
+	rng := rand.New(rand.NewSource(1))
+	out := make([]byte, 0, 1<<20)
+	ps := make([]subscriptions.Publication, reply)
+	bodies := make([][]byte, reply)
+	b.ResetTimer()
+	for k := 0; k < b.N; k += reply {
+		for i := range ps {
+			ps[i] = *benchPub(rng.Intn(n))
+		}
+		c.getAll(ps, bodies, func(*subscriptions.Publication) []byte { panic("miss") })
+		for _, body := range bodies {
+			out = append(out[:len(out)%(1<<19)], body...)
+		}
+	}
+}
+
+// TestPubCacheAgainstRendering: whatever get and getAll, mixed, hand back
+// is the rendering of the publication asked for (the oracle renders it
+// afresh), among publications that share stamps; the cache keeps to its
+// bounds; and it does cache: asking again for what it holds renders
+// nothing.
+func TestPubCacheAgainstRendering(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	render := func(p *subscriptions.Publication) []byte {
+		return []byte(fmt.Sprintf("%d|%d|%s|%s|%d|%v", p.Tp, p.Tmax, p.Uid, p.Desc, p.Cell.NS, p.Cell.ID))
+	}
+	pub := func() subscriptions.Publication {
+		tp := int64(rng.Intn(300))
+		return subscriptions.Publication{Tp: tp, Tmax: tp + int64(rng.Intn(2)), Uid: "u" + strconv.Itoa(rng.Intn(2)),
+			Desc: strings.Repeat("d", rng.Intn(40)), Cell: subscriptions.Cell{NS: subscriptions.NSCell, ID: dewey.ID{uint32(rng.Intn(2))}}}
+	}
+	const maxN, maxBytes = 64, 2000
+	c := newPubCache(maxN, maxBytes)
+	renders := 0
+	asked := map[string]subscriptions.Publication{} // by rendering
+	counted := func(p *subscriptions.Publication) []byte { renders++; asked[string(render(p))] = *p; return render(p) }
+	for range 20000 {
+		if rng.Intn(2) == 0 {
+			p := pub()
+			if got, want := c.get(&p, func() []byte { return counted(&p) }), render(&p); string(got) != string(want) {
+				t.Fatalf("get %+v: %q, want %q", p, got, want)
+			}
+		} else {
+			ps := make([]subscriptions.Publication, rng.Intn(40))
+			for i := range ps {
+				ps[i] = pub()
+			}
+			out := make([][]byte, len(ps))
+			c.getAll(ps, out, counted)
+			for i := range ps {
+				if want := render(&ps[i]); string(out[i]) != string(want) {
+					t.Fatalf("getAll %+v: %q, want %q", ps[i], out[i], want)
+				}
+			}
+		}
+		if len(c.m) > maxN || c.bytes > maxBytes {
+			t.Fatalf("%d entries, %d bytes: over the bounds %d, %d", len(c.m), c.bytes, maxN, maxBytes)
+		}
+	}
+	held := make([]subscriptions.Publication, 0, len(c.m))
+	for _, tp := range c.order[c.head:] {
+		held = append(held, asked[string(c.m[tp].b)])
+	}
+	before := renders
+	c.getAll(held, make([][]byte, len(held)), counted)
+	if len(held) == 0 || renders != before {
+		t.Fatalf("asked again for the %d publications it holds, the cache rendered %d", len(held), renders-before)
+	}
+	c = newPubCache(maxN, 1<<20)
+	c.getAll(held, make([][]byte, len(held)), counted)
+	before = renders
+	c.getAll(held, make([][]byte, len(held)), counted)
+	if renders != before {
+		t.Fatalf("getAll cached none of %d: asked again, it rendered %d", len(held), renders-before)
 	}
 }
