@@ -143,6 +143,7 @@ type Gateway struct {
 	conns   map[*wsConn]struct{}
 	ops     sync.WaitGroup // requests being served
 	writers sync.WaitGroup // WebSocket writers still draining
+	work    *workers       // the goroutines WebSocket requests run on
 	cursors *cursorStore   // the pages of paged replies that clients pull
 	users   *users         // per-user quotas
 	nats    *natsSink      // ServeNATS's, once it runs
@@ -154,7 +155,7 @@ type Gateway struct {
 // New returns a gateway in front of cfg.Service.
 func New(cfg Config) *Gateway {
 	g := &Gateway{cfg: cfg, limits: cfg.Limits.withDefaults(), svc: cfg.Service, loc: cfg.Locator, log: cfg.Log, metrics: cfg.Metrics,
-		conns: map[*wsConn]struct{}{}, cursors: newCursorStore(nil), upgrader: newUpgrader(cfg.AllowedOrigins)}
+		conns: map[*wsConn]struct{}{}, cursors: newCursorStore(nil), upgrader: newUpgrader(cfg.AllowedOrigins), work: newWorkers()}
 	g.users = newUsers(g.limits)
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	if g.log == nil {
@@ -417,6 +418,7 @@ func (g *Gateway) Close(ctx context.Context) error {
 	go func() {
 		g.ops.Wait()
 		close(served)
+		g.work.stop()
 		g.svc.Drain() // dispatch what the last operations released
 		for _, c := range conns {
 			c.close(closeGoingAway, "broker shutting down; reconnect and resume", true)

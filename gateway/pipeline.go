@@ -35,7 +35,7 @@ func newPipeline() *pipeline {
 	return &pipeline{slots: make(chan struct{}, pipelineDepth), last: last}
 }
 
-// run serves one request on its own goroutine: do with a session whose
+// run serves one request on a worker goroutine (workers.go): do with a session whose
 // replies keep their place. It returns once the request has its stamp or
 // is done.
 func (p *pipeline) run(c *wsConn, do func(ctx context.Context, s session, stamped subscriptions.Stamped)) {
@@ -47,14 +47,14 @@ func (p *pipeline) run(c *wsConn, do func(ctx context.Context, s session, stampe
 	var once sync.Once
 	mark := func() { once.Do(func() { close(stamped) }) }
 	p.wg.Add(1)
-	go func() {
+	c.g.work.run(func() {
 		defer p.wg.Done()
 		defer func() { <-p.slots }()
 		defer mark()
 		do(c.ctx, s, mark)
 		s.turn() // a request that did not reply still keeps its place
 		close(done)
-	}()
+	})
 	<-stamped
 }
 
