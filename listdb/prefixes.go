@@ -13,9 +13,32 @@ import (
 // prefix of a real key.
 const descMarker = 0xFE
 
+// minFilteredDepth is the shallowest geo cell, in Dewey components, whose
+// descendant marker goes into the filters. A subtree above it (S2 level 6
+// and up, cells over 100 km across) has keys in nearly every table, so
+// its marker cost an entry for every key written (half of a deep key's
+// entries) and ruled out almost nothing. Topics, a shallow tree, keep
+// every marker.
+const minFilteredDepth = 8
+
+// filtered reports whether the descendant marker of the ancestor with
+// the given number of components is a filter entry, for a key of
+// namespace ns.
+func filtered(ns byte, depth int) bool {
+	return ns != byte(subscriptions.NSCell) || depth >= minFilteredDepth
+}
+
 // DescendantsPrefix is the filter entry present in a table holding any key
-// strictly under cell (of list l, when flagged).
+// strictly under cell (of list l, when flagged), or nil when cell is too
+// shallow to have one: a scan of its subtree cannot skip tables.
 func DescendantsPrefix(cell []byte, flagged bool, l List) []byte {
+	if len(cell) > 0 {
+		depth := 0
+		dewey.PrefixEnds(cell[1:], func(int) { depth++ })
+		if !filtered(cell[0], depth) {
+			return nil
+		}
+	}
 	out := append(append(make([]byte, 0, len(cell)+2), cell...), descMarker)
 	if flagged {
 		out = append(out, byte(l))
@@ -40,10 +63,14 @@ func cellPrefixes(key []byte, flagged bool, add func([]byte)) {
 	if len(key) < 2 || (key[0] != byte(subscriptions.NSCell) && key[0] != byte(subscriptions.NSTopic)) {
 		return
 	}
-	var ends []int
+	var room [32]int // most keys are no deeper: ends stay off the heap
+	ends := room[:0]
 	dewey.PrefixEnds(key[1:], func(end int) { ends = append(ends, 1+end) })
 	var buf []byte
-	for _, e := range ends[:max(len(ends)-1, 0)] { // proper ancestors only
+	for i, e := range ends[:max(len(ends)-1, 0)] { // proper ancestors only
+		if !filtered(key[0], i+1) {
+			continue
+		}
 		buf = append(append(buf[:0], key[:e]...), descMarker)
 		add(buf)
 		if flagged {
