@@ -6,18 +6,20 @@ import (
 )
 
 // workers runs functions on goroutines that outlive them. A WebSocket
-// request runs on a goroutine of its own (pipeline.go), and its call path
-// through the store is deep: a fresh goroutine's stack grew, by copying,
-// on every request (4.3% of the broker's CPU at 1:3 in peerbench). An
+// request runs apart from its connection's reader (pipeline.go), and its
+// call path through the store is deep: on a fresh goroutine each, the
+// stack grew by copying on every request (4.3% of the broker's CPU at 1:3
+// in peerbench). An
 // idle worker keeps the stack it grew and takes the next function; one
-// idle for workerIdle, or once stop is called, ends.
+// idle for workerIdle (short: idle workers hold their stacks), or once
+// stop is called, ends.
 type workers struct {
 	idle chan func() // unbuffered: a send succeeds only into an idle worker
 	quit chan struct{}
 	once sync.Once
 }
 
-const workerIdle = 10 * time.Second
+const workerIdle = time.Second
 
 func newWorkers() *workers { return &workers{idle: make(chan func()), quit: make(chan struct{})} }
 
