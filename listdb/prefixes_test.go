@@ -1,7 +1,9 @@
 package listdb
 
 import (
+	"maps"
 	"math/rand"
+	"slices"
 	"testing"
 
 	"github.com/seed84792017/cellcast/dewey"
@@ -61,36 +63,16 @@ func TestDescendantMarkers(t *testing.T) {
 		}
 		got := map[string]bool{}
 		FlaggedCellPrefixes(key, func(p []byte) { got[string(p)] = true })
-		if !sameSet(got, want) {
-			t.Fatalf("%v (%d): DualDB entries %q, want %q", id, ns, keys(got), keys(want))
+		if !maps.Equal(got, want) {
+			t.Fatalf("%v (%d): DualDB entries %q, want %q", id, ns, slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
 		}
 		got = map[string]bool{}
 		CellPrefixes(cell, func(p []byte) { got[string(p)] = true })
-		if !sameSet(got, wantPlain) {
-			t.Fatalf("%v (%d): TwoDB entries %q, want %q", id, ns, keys(got), keys(wantPlain))
+		if !maps.Equal(got, wantPlain) {
+			t.Fatalf("%v (%d): TwoDB entries %q, want %q", id, ns, slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(wantPlain)))
 		}
 	}
 	if gated == 0 || ungated == 0 {
 		t.Fatalf("%d ancestors with markers, %d without: the test tells nothing", gated, ungated)
 	}
-}
-
-func sameSet(a, b map[string]bool) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k := range a {
-		if !b[k] {
-			return false
-		}
-	}
-	return true
-}
-
-func keys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
