@@ -54,16 +54,7 @@ type Store struct {
 	// depth of the shallowest cell written. A scan reads no ancestor
 	// above it (S2 cells of level 10 and finer leave ten empty levels).
 	shallowest [2]mark
-
-	// pastHint sizes a subscription's past results ahead: a running
-	// average of how many there were. Appending 300 of them one by one
-	// grew the list nine times.
-	pastHint atomic.Int64
 }
-
-// maxPastHint bounds pastHint, so one huge answer does not make every
-// later subscription allocate for it.
-const maxPastHint = 4096
 
 // NewStore wraps a backend.
 func NewStore(b Backend, cfg Config) (*Store, error) {
