@@ -139,19 +139,13 @@ func (d *DB) VisitRange(lo, hi []byte, o *VisitOptions, fn func(*Fragment) Visit
 		return err
 	}
 	defer rs.unref()
-	// settled holds keys whose older fragments must not be visited; most
-	// visits settle nothing, so it is made on first use.
-	var settled map[string]struct{}
-	settle := func(k []byte) {
-		if settled == nil {
-			settled = map[string]struct{}{}
-		}
-		settled[string(k)] = struct{}{}
-	}
+	// settled holds keys whose older fragments must not be visited.
+	var settled settledKeys
 	var fr Fragment
 	// walk visits one component; it returns false once fn said stop.
 	walk := func(it internalIterator, level int, num uint64) (bool, error) {
 		defer it.Close()
+		defer settled.endComponent()
 		if lo != nil {
 			it.SeekGE(lo)
 		} else {
@@ -160,9 +154,16 @@ func (d *DB) VisitRange(lo, hi []byte, o *VisitOptions, fn func(*Fragment) Visit
 		// A memtable iterator can leave a settled key's older fragments
 		// unread: a subscription list under a publication scan has many.
 		skipper, _ := it.(userKeySkipper)
-		var next func() // it.Next, or past the key just settled
-		for ; it.Valid(); next() {
-			next = it.Next
+		pastKey := false // step past the key just settled, not to its next fragment
+		step := func() {
+			if pastKey && skipper != nil {
+				skipper.NextUserKey()
+			} else {
+				it.Next()
+			}
+			pastKey = false
+		}
+		for ; it.Valid(); step() {
 			k := it.Key()
 			if hi != nil && bytes.Compare(k.UserKey, hi) >= 0 {
 				break
@@ -170,14 +171,12 @@ func (d *DB) VisitRange(lo, hi []byte, o *VisitOptions, fn func(*Fragment) Visit
 			if k.Seq() > seq {
 				continue
 			}
-			if _, done := settled[string(k.UserKey)]; done {
+			if settled.has(k.UserKey) {
 				continue
 			}
 			if k.Kind() == base.KindDelete {
-				settle(k.UserKey)
-				if skipper != nil {
-					next = skipper.NextUserKey
-				}
+				settled.settle(k.UserKey)
+				pastKey = true
 				continue
 			}
 			fr = Fragment{Key: k.UserKey, Value: it.Value(), Kind: k.Kind(), Seq: k.Seq(), Level: level, FileNum: num}
@@ -185,16 +184,14 @@ func (d *DB) VisitRange(lo, hi []byte, o *VisitOptions, fn func(*Fragment) Visit
 			case VisitStop:
 				return false, nil
 			case VisitSkipKey:
-				settle(k.UserKey)
+				settled.settle(k.UserKey)
 			default:
 				if k.Kind() != base.KindSet {
 					continue
 				}
-				settle(k.UserKey)
+				settled.settle(k.UserKey)
 			}
-			if skipper != nil {
-				next = skipper.NextUserKey
-			}
+			pastKey = true
 		}
 		return true, it.Error()
 	}
