@@ -10,91 +10,91 @@ import "bytes"
 // are merged in when it ends. A map of strings cost an allocation per
 // key settled: 7% of the bytes a broker allocated at 1:3 in peerbench.
 type settledKeys struct {
-	keys []byte // the settled keys, sorted, back to back
-	ends []int  // where each key of keys ends
-	cur  int    // the cursor: keys before it are below the current key
-	// added are the current component's settled keys, in order.
-	added     []byte
-	addedEnds []int
-	// spare is the previous keys/ends, reused by the next merge.
-	spareKeys []byte
-	spareEnds []int
+	all   keyList // the settled keys, sorted
+	cur   int     // the cursor: keys of all before it are below the current key
+	added keyList // the current component's settled keys, in order
+	spare keyList // the previous all, reused by the next merge
 }
 
-func (s *settledKeys) key(i int) []byte {
-	start := 0
-	if i > 0 {
-		start = s.ends[i-1]
-	}
-	return s.keys[start:s.ends[i]]
+// keyList is keys back to back.
+type keyList struct {
+	buf  []byte
+	ends []int
 }
 
-func (s *settledKeys) addedKey(i int) []byte {
+func (l *keyList) len() int { return len(l.ends) }
+
+func (l *keyList) at(i int) []byte {
 	start := 0
 	if i > 0 {
-		start = s.addedEnds[i-1]
+		start = l.ends[i-1]
 	}
-	return s.added[start:s.addedEnds[i]]
+	return l.buf[start:l.ends[i]]
 }
+
+func (l *keyList) add(k []byte) {
+	l.buf = append(l.buf, k...)
+	l.ends = append(l.ends, len(l.buf))
+}
+
+func (l *keyList) reset() { l.buf, l.ends = l.buf[:0], l.ends[:0] }
+
+// lastIs reports whether the list's last key is k.
+func (l *keyList) lastIs(k []byte) bool { return l.len() > 0 && bytes.Equal(l.at(l.len()-1), k) }
 
 // has reports whether k is settled. Within a component, k must not be
 // below the key of the previous call.
 func (s *settledKeys) has(k []byte) bool {
-	if n := len(s.addedEnds); n > 0 && bytes.Equal(s.addedKey(n-1), k) {
+	if s.added.lastIs(k) {
 		return true // settled earlier in this component
 	}
-	for s.cur < len(s.ends) {
-		switch c := bytes.Compare(s.key(s.cur), k); {
-		case c == 0:
-			return true
-		case c > 0:
-			return false
+	for ; s.cur < s.all.len(); s.cur++ {
+		if c := bytes.Compare(s.all.at(s.cur), k); c >= 0 {
+			return c == 0
 		}
-		s.cur++
 	}
 	return false
 }
 
 // settle adds k, not below any key settled in this component.
 func (s *settledKeys) settle(k []byte) {
-	if n := len(s.addedEnds); n > 0 && bytes.Equal(s.addedKey(n-1), k) {
-		return
+	if !s.added.lastIs(k) {
+		s.added.add(k)
 	}
-	s.added = append(s.added, k...)
-	s.addedEnds = append(s.addedEnds, len(s.added))
 }
 
 // endComponent merges the component's settled keys in and rewinds the
 // cursor for the next component.
 func (s *settledKeys) endComponent() {
 	s.cur = 0
-	if len(s.addedEnds) == 0 {
+	if s.added.len() == 0 {
 		return
 	}
-	keys, ends := s.spareKeys[:0], s.spareEnds[:0]
+	merged := s.spare
+	merged.reset()
 	i, j := 0, 0
-	for i < len(s.ends) || j < len(s.addedEnds) {
-		var k []byte
+	for i < s.all.len() || j < s.added.len() {
 		switch {
-		case j == len(s.addedEnds):
-			k, i = s.key(i), i+1
-		case i == len(s.ends):
-			k, j = s.addedKey(j), j+1
+		case j == s.added.len():
+			merged.add(s.all.at(i))
+			i++
+		case i == s.all.len():
+			merged.add(s.added.at(j))
+			j++
 		default:
-			a, b := s.key(i), s.addedKey(j)
-			switch c := bytes.Compare(a, b); {
-			case c < 0:
-				k, i = a, i+1
-			case c > 0:
-				k, j = b, j+1
-			default:
-				k, i, j = a, i+1, j+1
+			a, b := s.all.at(i), s.added.at(j)
+			c := bytes.Compare(a, b)
+			if c <= 0 {
+				merged.add(a)
+				i++
+			} else {
+				merged.add(b)
+			}
+			if c >= 0 {
+				j++
 			}
 		}
-		keys = append(keys, k...)
-		ends = append(ends, len(keys))
 	}
-	s.spareKeys, s.spareEnds = s.keys, s.ends
-	s.keys, s.ends = keys, ends
-	s.added, s.addedEnds = s.added[:0], s.addedEnds[:0]
+	s.spare, s.all = s.all, merged
+	s.added.reset()
 }
