@@ -17,29 +17,43 @@ import (
 // snapshot, the DB reads as a map of the same writes, by Get and by a
 // scan, at the snapshot too.
 func TestL0CompactionsRunInRanges(t *testing.T) {
-	// Only a backlogged L0 (twice its threshold) is cut: writes slowed at
-	// four L0 tables seldom let it get there on a fast run.
-	o := smallOptions(vfs.NewMem())
-	o.L0SlowdownWritesThreshold, o.L0StopWritesThreshold = 8, 16
-	db := mustOpen(t, "/db", o)
-	defer db.Close()
+	fs := vfs.NewMem()
 	m := newModel()
 	rng := rand.New(rand.NewSource(11))
-	var snap *Snapshot
-	var atSnap *model
-	plans := 0
-	for i := 0; i < 80000 || (db.Metrics().Subcompactions == 0 && i < 400000); i++ {
-		k := fmt.Appendf(nil, "key%06d", rng.Intn(30000))
-		v := fmt.Appendf(nil, "v%d-%060d", i, i)
-		m.writeRandom(t, db, rng, 1, k, v)
-		if i == 40000 {
-			snap, atSnap = db.NewSnapshot(), m.clone()
-		}
-		if i%5000 == 4999 {
-			plans += checkSubRanges(t, db)
+	i := 0
+	write := func(db *DB, n int, each func()) {
+		for end := i + n; i < end; i++ {
+			k := fmt.Appendf(nil, "key%06d", rng.Intn(30000))
+			v := fmt.Appendf(nil, "v%d-%060d", i, i)
+			m.writeRandom(t, db, rng, 1, k, v)
+			if each != nil && i%5000 == 4999 {
+				each()
+			}
 		}
 	}
+	closeDB := func(db *DB) {
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The base level fills with tables.
+	db := mustOpen(t, "/db", smallOptions(fs))
+	write(db, 40000, nil)
+	closeDB(db)
+	// L0 backs up under a threshold no flush reaches: only a backlogged
+	// L0 (twice its threshold) is cut into ranges, and a run whose
+	// compactions keep up may never have one.
+	held := smallOptions(fs)
+	held.L0CompactionThreshold, held.L0SlowdownWritesThreshold, held.L0StopWritesThreshold = 1000, 1000, 1000
+	db = mustOpen(t, "/db", held)
+	write(db, 10000, nil)
+	closeDB(db)
+	db = mustOpen(t, "/db", smallOptions(fs))
+	defer db.Close()
+	plans := checkSubRanges(t, db)
+	snap, atSnap := db.NewSnapshot(), m.clone()
 	defer snap.Close()
+	write(db, 30000, func() { plans += checkSubRanges(t, db) })
 	if plans == 0 {
 		t.Fatal("no L0 compaction was cut: the base level never had tables enough")
 	}
