@@ -216,12 +216,13 @@ func overlaps(a, b subscriptions.Cell) bool {
 }
 
 type testSub struct {
-	sid  string
-	uid  string
-	cell subscriptions.Cell
-	node int
-	sink *sink
-	past []string
+	sid      string
+	uid      string
+	cell     subscriptions.Cell
+	node     int
+	sink     *sink
+	past     []string
+	selfJoin bool
 }
 
 // TestClusterMatchesLikeOneNode runs subscribes and publishes on three

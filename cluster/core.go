@@ -23,8 +23,13 @@ func (n *Node) Limits() subscriptions.Limits { return n.limits }
 func (n *Node) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequest, sink delivery.Sink, answer func(*subscriptions.SubscribeResult, string)) error {
 	cells := cellsOf(req.Cell, req.Cover)
 	shard := n.cfg.Shards.Home(cells)
+	sub := *req
 	if req.SelfJoin {
 		shard = n.cfg.Shards.SelfJoinHome(cells)
+		var err error
+		if sub.Prior, err = n.priorsOf(ctx, req, cells, shard); err != nil {
+			return err
+		}
 	}
 	h := n.h
 	id := h.next.Add(1)
@@ -34,7 +39,6 @@ func (n *Node) Subscribe(ctx context.Context, req *subscriptions.SubscribeReques
 	// for the connection's earlier replies without stopping the inbox.
 	// The request's place is where it leaves for the owner, not where a
 	// store of this node stamps it (a local owner gets it as it is).
-	sub := *req
 	sub.Stamped = nil
 	rep, err := h.call(ctx, shard, &request{Op: opSubscribe, Holder: n.cfg.ID, Sub: &sub, Route: id, Epoch: h.kept.current(), stamped: req.Stamped}, func(r *reply) {
 		if r.Err != nil || r.SubR == nil || !r.SubR.Stored || sink == nil {
@@ -52,6 +56,33 @@ func (n *Node) Subscribe(ctx context.Context, req *subscriptions.SubscribeReques
 	answer(rep.SubR, rep.Sid)
 	h.open(id)
 	return nil
+}
+
+// priorsOf finds the user's subscriptions on cells overlapping a
+// self-join's in the shards other than its home that can hold them (a
+// publication on its cells reaches every such shard), so that the
+// self-join leaves out what they received, as on one node.
+func (n *Node) priorsOf(ctx context.Context, req *subscriptions.SubscribeRequest, cells []subscriptions.Cell, home string) ([]subscriptions.Subscription, error) {
+	shards := slices.DeleteFunc(n.cfg.Shards.Targets(cells), func(s string) bool { return s == home })
+	ask := &request{Op: opPriors, Holder: n.cfg.ID, Sub: &subscriptions.SubscribeRequest{Uid: req.Uid, Cell: req.Cell, Cover: req.Cover}}
+	replies := make([]*reply, len(shards))
+	errs := make([]error, len(shards))
+	var wg sync.WaitGroup
+	for i, s := range shards {
+		wg.Go(func() {
+			r := *ask
+			replies[i], errs[i] = n.h.call(ctx, s, &r, nil)
+		})
+	}
+	wg.Wait()
+	var prior []subscriptions.Subscription
+	for i, r := range replies {
+		if errs[i] != nil {
+			return nil, fmt.Errorf("the user's subscriptions in shard %s: %w", shards[i], errs[i])
+		}
+		prior = append(prior, r.Prior...)
+	}
+	return prior, nil
 }
 
 // Publish stores the publication in every shard its cell reaches and

@@ -27,6 +27,7 @@ type owner struct {
 	lease string // the lease's value: this node and this take
 	log   *shardLog
 	svc   *service.Service
+	store *listdb.Store // svc's, read alone by a priors request
 	sub   *nats.Subscription
 	ops   chan *op
 	quit  chan struct{}
@@ -66,7 +67,7 @@ func openOwner(ctx context.Context, n *Node, name, lease string) (*owner, error)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: shard %s store: %w", name, err)
 	}
-	o := &owner{n: n, name: name, lease: lease, ops: make(chan *op, 4096), quit: make(chan struct{}), done: make(chan struct{}),
+	o := &owner{n: n, name: name, lease: lease, store: store, ops: make(chan *op, 4096), quit: make(chan struct{}), done: make(chan struct{}),
 		sinks: map[string]*remoteSink{}, queries: make(chan struct{}, maxQueries)}
 	fail := func(err error) (*owner, error) {
 		store.Close()
@@ -373,6 +374,21 @@ func (o *owner) exec(p *op, log *[]byte) func(error) {
 	case opDetach:
 		o.svc.Detach(r.Sids, o.sink(r.Holder))
 		return func(error) { o.answer(p.req.Holder, p.reply, &reply{}) }
+	case opPriors:
+		if r.Sub == nil {
+			return fail(fmt.Errorf("%w: priors without a request", subscriptions.ErrBadRequest))
+		}
+		subs, err := o.store.SubscriptionsOf(ctx, r.Sub.Uid, cellsOf(r.Sub.Cell, r.Sub.Cover))
+		if err != nil {
+			return fail(err)
+		}
+		return func(err error) {
+			out := &reply{Prior: subs}
+			if err != nil {
+				out = &reply{Err: toWire(err)}
+			}
+			o.answer(p.req.Holder, p.reply, out)
+		}
 	}
 	return fail(fmt.Errorf("%w: unknown cluster operation %q", subscriptions.ErrBadRequest, r.Op))
 }

@@ -15,14 +15,14 @@ import (
 // results, often hundreds, and decoding them from JSON was a quarter of a
 // cluster node's CPU on the moving-user workload.
 //
-//	reply   := replyFormat flags [err] sid node match n [subr] [pubr] [rep] pubs
+//	reply   := replyFormat flags [err] sid node match n [subr] [pubr] [rep] pubs prior
 //	err     := kind msg retry(varint ns)
 //	subr    := record(sub) past               (refs.go)
 //	pubr    := record(pub) list(recent)       (the matches stay home)
 //	rep     := record(sub) now(varint) list(pubs)
 //	list    := uvarint(0 for nil, else count+1) record...
 //	record  := uvarint(len) bytes             (strings alike)
-const replyFormat byte = 2
+const replyFormat byte = 3
 
 // Reply flags.
 const (
@@ -85,7 +85,34 @@ func encodeReply(r *reply, refs *sentRefs) []byte {
 		b = binary.AppendVarint(b, rp.Now)
 		b = appendPubs(b, rp.Pubs)
 	}
-	return appendPubs(b, r.Pubs)
+	return appendSubs(appendPubs(b, r.Pubs), r.Prior)
+}
+
+// appendSubs writes a list of subscriptions in the store's encoding.
+func appendSubs(b []byte, subs []subscriptions.Subscription) []byte {
+	if subs == nil {
+		return append(b, 0)
+	}
+	b = binary.AppendUvarint(b, uint64(len(subs))+1)
+	for i := range subs {
+		b = appendBytes(b, listdb.EncodeSubscription(&subs[i]))
+	}
+	return b
+}
+
+// subs reads a list of subscriptions unless an earlier step failed.
+func (w *wireReader) subs(err error) ([]subscriptions.Subscription, error) {
+	n, ok := w.list()
+	if err != nil || !ok {
+		return nil, err
+	}
+	out := make([]subscriptions.Subscription, n)
+	for i := range out {
+		if out[i], err = listdb.DecodeSubscription(w.bytes()); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 func appendPubs(b []byte, pubs []subscriptions.Publication) []byte {
@@ -147,6 +174,7 @@ func decodeReply(data []byte, kept *keptRefs) (*reply, error) {
 		r.Rep = rp
 	}
 	r.Pubs, err = w.pubs(err)
+	r.Prior, err = w.subs(err)
 	r.More = flags&moreFollow != 0
 	switch {
 	case w.bad:

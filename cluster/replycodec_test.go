@@ -96,7 +96,22 @@ func randReply(rng *rand.Rand) *reply {
 		r.Rep = &subscriptions.ReplayResult{Sub: randSub(rng), Now: rng.Int63(), Pubs: randPubs(rng)}
 	}
 	r.Pubs = randPubs(rng)
+	r.Prior = randSubs(rng)
 	return r
+}
+
+func randSubs(rng *rand.Rand) []subscriptions.Subscription {
+	switch rng.Intn(3) {
+	case 0:
+		return nil
+	case 1:
+		return []subscriptions.Subscription{}
+	}
+	subs := make([]subscriptions.Subscription, 1+rng.Intn(4))
+	for i := range subs {
+		subs[i] = randSub(rng)
+	}
+	return subs
 }
 
 // TestReplyRoundTrip: a reply reads back as it was sent, but for a

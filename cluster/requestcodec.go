@@ -21,7 +21,8 @@ import (
 // the request as one node's would, and answers a bad one bad_request.
 //
 //	request := requestFormat flags op holder sid after owner route epoch skip sids [sub] [pub] [query]
-//	sub     := uid cell cells past future keyword attrs until publisher limit shape   (self-join: a flag)
+//	sub     := uid cell cells past future keyword attrs until publisher limit shape prior   (self-join: a flag)
+//	prior   := list(record), subscriptions in the store's encoding (replycodec.go)
 //	pub     := uid cell cells expires desc attrs shape
 //	shape   := 0 for none, or 1 and geo's binary form
 //	query   := attr [eq] [from] [to] k
@@ -29,7 +30,7 @@ import (
 //	cells   := uvarint(0 for nil, else count+1) cell...
 //	attrs   := uvarint(0 for nil, else count+1) (key value)...
 //	sids    := uvarint(0 for nil, else count+1) sid...
-const requestFormat byte = 4
+const requestFormat byte = 5
 
 // Request flags.
 const (
@@ -84,6 +85,7 @@ func encodeRequest(r *request) []byte {
 		b = appendBytes(b, []byte(s.Query.Publisher))
 		b = binary.AppendVarint(b, int64(s.Query.Limit))
 		b = appendShape(b, s.Shape)
+		b = appendSubs(b, s.Prior)
 	}
 	if p := r.Pub; p != nil {
 		b = appendBytes(b, []byte(p.Uid))
@@ -159,6 +161,10 @@ func decodeRequest(data []byte) (*request, error) {
 		s.Filter.Attrs = w.attrs()
 		s.Query = subscriptions.Narrow{Until: w.varint(), Publisher: w.str(), Limit: int(w.varint())}
 		s.Shape = w.shape()
+		var err error
+		if s.Prior, err = w.subs(nil); err != nil {
+			return nil, fmt.Errorf("%w: %w", errBadRequestWire, err)
+		}
 		r.Sub = s
 	}
 	if flags&hasPub != 0 {

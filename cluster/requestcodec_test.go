@@ -48,6 +48,7 @@ func randRequest(rng *rand.Rand) *request {
 	if rng.Intn(2) == 0 {
 		r.Sub = &subscriptions.SubscribeRequest{Uid: "u", Cell: randCell(rng), Cover: randCells(rng), Past: time.Duration(rng.Int63()),
 			Future: -time.Duration(rng.Intn(5)), SelfJoin: rng.Intn(2) == 0, Filter: subscriptions.Filter{Keyword: "kw", Attrs: randAttrs(rng)}}
+		r.Sub.Prior = randSubs(rng)
 		if rng.Intn(5) == 0 {
 			r.Sub.Cell.ID[0] = 0 // not a valid cell, but it crosses as it is: the owner's store says so
 		}

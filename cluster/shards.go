@@ -230,7 +230,8 @@ func (m Shards) Home(cells []subscriptions.Cell) string {
 // its top-level topic's shard for a topic. So the user's earlier
 // self-joins are in the same store wherever the user was, and the store
 // leaves out what they were sent as on one node; a subtree's shard would
-// hold only those in its subtree.
+// hold only those in its subtree. The user's plain subscriptions live in
+// their own shards and are sent along (Node.priorsOf).
 func (m Shards) SelfJoinHome(cells []subscriptions.Cell) string {
 	if c := cells[0]; c.NS != subscriptions.NSCell {
 		return m.topicShard(c.ID[:min(len(c.ID), 1)])

@@ -37,6 +37,7 @@ const (
 	opResume      = "resume"
 	opDetach      = "detach"
 	opQuery       = "query"
+	opPriors      = "priors" // a user's subscriptions a self-join elsewhere leaves out
 )
 
 // request is one operation sent to a shard's owner (requestcodec.go).
@@ -66,10 +67,11 @@ type reply struct {
 	PubR  *subscriptions.PublishResult
 	Match int // len(PubR.Matches), which stay home
 	Rep   *subscriptions.ReplayResult
-	N     int                         // len(Rep.Pubs), which follow as notifications
-	Node  string                      // the owner that answered
-	Pubs  []subscriptions.Publication // a page of a query's results
-	More  bool                        // more results follow Pubs
+	N     int                          // len(Rep.Pubs), which follow as notifications
+	Node  string                       // the owner that answered
+	Pubs  []subscriptions.Publication  // a page of a query's results
+	More  bool                         // more results follow Pubs
+	Prior []subscriptions.Subscription // a priors request's answer
 	// Epoch is the holder's epoch when it asked (request.Epoch): an
 	// owner refers to past results it sent the holder only within it.
 	// It does not cross on its own: it rides with the references.

@@ -70,6 +70,7 @@ func (st *Store) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequ
 		if prior, err = st.priorOf(s.Uid, now, st.oldest(Subs, now), prior); err != nil {
 			return nil, err
 		}
+		prior = withElsewhere(prior, req.Prior, s.Ts)
 		kept := found[:0]
 		for i := range found {
 			if !subscriptions.SelfJoinSeen(&found[i], &s, prior) {

@@ -1,6 +1,7 @@
 package listdb
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/seed84792017/cellcast/lsm"
@@ -66,4 +67,55 @@ func (st *Store) priorOf(uid string, now, bound int64, prior []*subscriptions.Su
 		err = fmt.Errorf("list of user %q: %w", uid, ferr)
 	}
 	return prior, err
+}
+
+// withElsewhere adds to prior the user's subscriptions that another store
+// holds (SubscribeRequest.Prior). They were found before this
+// subscription was sent, so they came before it whatever the other
+// store's clock stamped them: each counts as stamped before ts at latest.
+func withElsewhere(prior []*subscriptions.Subscription, elsewhere []subscriptions.Subscription, ts int64) []*subscriptions.Subscription {
+	for i := range elsewhere {
+		o := elsewhere[i]
+		o.Ts = min(o.Ts, ts-1)
+		prior = append(prior, &o)
+	}
+	return prior
+}
+
+// SubscriptionsOf returns uid's subscriptions on cells overlapping cells
+// that are live and not cancelled: what a self-join stored elsewhere
+// must also leave out (a cluster keeps a user's plain subscriptions in
+// their cells' shards and self-joins in another).
+func (st *Store) SubscriptionsOf(ctx context.Context, uid string, cells []subscriptions.Cell) ([]subscriptions.Subscription, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	now, _ := st.stamp()
+	defer st.cfg.inflight.end(now)
+	sc := st.newScanState(cells)
+	sc.seen = map[int64]bool{} // a cover is found under each of its keys
+	var out []subscriptions.Subscription
+	visit := func(_ List, _ []byte, r *Rec) error {
+		if sc.skip(r, now) {
+			return nil
+		}
+		switch {
+		case r.Kind == KindCancel:
+			sc.cancel(r.Aux)
+		case r.Kind == KindSubscription && !sc.cancelled[r.T]:
+			sc.mark(r.T)
+			o, err := r.Subscription()
+			if err != nil {
+				return err
+			}
+			if o.Uid == uid {
+				out = append(out, o)
+			}
+		}
+		return nil
+	}
+	if err := st.scanCells(cells, sc, Lists{Subs: true}, now, now, st.oldest(Subs, now), visit); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

@@ -26,7 +26,12 @@ type SubscribeRequest struct {
 	Shape        *geo.Shape
 	Past, Future time.Duration
 	SelfJoin     bool
-	Filter       Filter
+	// Prior, with SelfJoin, holds earlier subscriptions of the user that
+	// live in another store (a cluster's other shards), found before
+	// this request was sent: the self-join leaves out what they received
+	// too. Set by the cluster between its nodes, never by a client.
+	Prior  []Subscription `json:"-"`
+	Filter Filter
 	// A query (by place) is a subscription without a future window,
 	// never stored; these narrow its past results.
 	Query Narrow
