@@ -44,6 +44,9 @@ type ClusterConfig struct {
 	// by top-level topic, and 4.
 	TopicShardDepth  int
 	TopicShardGroups int
+	// TopicSpread places topic subscriptions by user and stores every
+	// topic publication in every topic shard (cluster.Shards.TopicSpread).
+	TopicSpread bool
 	// Replicas of each shard's log; default 3, the size of the smallest
 	// cluster that survives the loss of a node.
 	Replicas int
@@ -165,7 +168,7 @@ func (b *Broker) startNode(grid gateway.Grid) (*cluster.Node, *gateway.Locator, 
 
 // shards is the shard layout cc names.
 func (cc ClusterConfig) shards() cluster.Shards {
-	return cluster.Shards{Depth: cc.ShardDepth, Groups: cc.ShardGroups, TopicDepth: cc.TopicShardDepth, TopicGroups: cc.TopicShardGroups}
+	return cluster.Shards{Depth: cc.ShardDepth, Groups: cc.ShardGroups, TopicDepth: cc.TopicShardDepth, TopicGroups: cc.TopicShardGroups, TopicSpread: cc.TopicSpread}
 }
 
 // maxTopicDepth is how deep a cluster's topic paths go: as deep as one

@@ -348,16 +348,21 @@ func TestPingAnswersOnlyBrokers(t *testing.T) {
 // its subscriber), and each notification names its topic, which the
 // rendering node may first have learnt from the registry.
 // TestClusterTopics subscribes and publishes by topic across three
-// nodes, with topics placed by their top-level topic and by their first
-// two levels (then "sports" and "news" live apart from their subtopics),
-// over the default four topic shards and over nine.
+// nodes, with topics placed by their top-level topic, by their first two
+// levels over nine topic shards (then "sports" and "news" live apart from
+// their subtopics), and with subscriptions placed by user.
 func TestClusterTopics(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-node cluster")
 	}
-	for _, l := range []struct{ depth, groups int }{{1, 4}, {2, 4}, {2, 9}} {
-		t.Run(fmt.Sprintf("topic depth %d over %d", l.depth, l.groups), func(t *testing.T) {
-			testClusterTopics(t, startCluster(t, 3, func(c *ClusterConfig) { c.TopicShardDepth, c.TopicShardGroups = l.depth, l.groups }))
+	for _, l := range []struct {
+		depth, groups int
+		spread        bool
+	}{{1, 4, false}, {2, 9, false}, {1, 4, true}} {
+		t.Run(fmt.Sprintf("topic depth %d over %d, spread by user %v", l.depth, l.groups, l.spread), func(t *testing.T) {
+			testClusterTopics(t, startCluster(t, 3, func(c *ClusterConfig) {
+				c.TopicShardDepth, c.TopicShardGroups, c.TopicSpread = l.depth, l.groups, l.spread
+			}))
 		})
 	}
 }
@@ -452,5 +457,16 @@ func testClusterTopics(t *testing.T, brokers []*Broker) {
 	case n := <-soccer.C:
 		t.Fatalf("soccer got %s (%s)", n.Publication.Desc, n.Publication.Topic)
 	case <-time.After(300 * time.Millisecond):
+	}
+	// Any node finds a subscription by its sid (and user) to cancel it.
+	for _, s := range []*cc.Subscription{sports, soccer, news} {
+		if err := c2.Unsubscribe(ctx, s.Sid); !errors.Is(err, cc.ErrForbidden) && !errors.Is(err, cc.ErrNotFound) {
+			t.Fatalf("u2 cancelling %s: %v", s.Sid, err)
+		}
+	}
+	for _, s := range []*cc.Subscription{sports, soccer, news} {
+		if err := s.Unsubscribe(ctx); err != nil {
+			t.Fatalf("cancelling %s: %v", s.Sid, err)
+		}
 	}
 }

@@ -22,10 +22,9 @@ func (n *Node) Limits() subscriptions.Limits { return n.limits }
 // notifications to sink.
 func (n *Node) Subscribe(ctx context.Context, req *subscriptions.SubscribeRequest, sink delivery.Sink, answer func(*subscriptions.SubscribeResult, string)) error {
 	cells := cellsOf(req.Cell, req.Cover)
-	shard := n.cfg.Shards.Home(cells)
+	shard := n.cfg.Shards.SubHome(cells, req.Uid, req.SelfJoin)
 	sub := *req
 	if req.SelfJoin {
-		shard = n.cfg.Shards.SelfJoinHome(cells)
 		var err error
 		if sub.Prior, err = n.priorsOf(ctx, req, cells, shard); err != nil {
 			return err
@@ -63,7 +62,7 @@ func (n *Node) Subscribe(ctx context.Context, req *subscriptions.SubscribeReques
 // publication on its cells reaches every such shard), so that the
 // self-join leaves out what they received, as on one node.
 func (n *Node) priorsOf(ctx context.Context, req *subscriptions.SubscribeRequest, cells []subscriptions.Cell, home string) ([]subscriptions.Subscription, error) {
-	shards := slices.DeleteFunc(n.cfg.Shards.Targets(cells), func(s string) bool { return s == home })
+	shards := n.cfg.Shards.PriorShards(cells, home)
 	ask := &request{Op: opPriors, Holder: n.cfg.ID, Sub: &subscriptions.SubscribeRequest{Uid: req.Uid, Cell: req.Cell, Cover: req.Cover}}
 	replies := make([]*reply, len(shards))
 	errs := make([]error, len(shards))
@@ -145,7 +144,7 @@ func (n *Node) publishAll(ctx context.Context, targets []string, pub *request, r
 // Unsubscribe cancels owner's subscription sid at its shard; stamped
 // hears when the request has left for it.
 func (n *Node) Unsubscribe(ctx context.Context, sid, owner string, stamped subscriptions.Stamped) error {
-	shards, err := n.shardsOf(sid)
+	shards, err := n.shardsOf(sid, owner)
 	if err != nil {
 		return err
 	}
@@ -169,14 +168,14 @@ func cellsOf(cell subscriptions.Cell, cover []subscriptions.Cell) []subscription
 	return cs
 }
 
-// shardsOf lists the shards the subscription sid may live in, likeliest
-// first (Shards.Candidates): a sid names only its first cell.
-func (n *Node) shardsOf(sid string) ([]string, error) {
+// shardsOf lists the shards the subscription sid of uid may live in,
+// likeliest first (Shards.Candidates): a sid names only its first cell.
+func (n *Node) shardsOf(sid, uid string) ([]string, error) {
 	_, c, err := subscriptions.ParseID(sid)
 	if err != nil {
 		return nil, err
 	}
-	return n.cfg.Shards.Candidates(c), nil
+	return n.cfg.Shards.Candidates(c, uid), nil
 }
 
 // Resume routes sid to sink from any node: its shard's owner replays what
@@ -185,7 +184,7 @@ func (n *Node) Resume(ctx context.Context, sid string, after int64, owner string
 	if after < 0 {
 		return delivery.ErrBadSeq
 	}
-	shards, err := n.shardsOf(sid)
+	shards, err := n.shardsOf(sid, owner)
 	if err != nil {
 		return err
 	}

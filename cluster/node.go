@@ -214,7 +214,7 @@ func (n *Node) checkLayout(ctx context.Context) error {
 		return fmt.Errorf("cluster: reading the shard layout: %w", err)
 	}
 	if got := string(e.Value()); got != want {
-		return fmt.Errorf("%w: this node has %s, the cluster %s (--shard-depth, --shard-groups, --topic-shard-depth and --topic-shard-groups must be the same on every node)", ErrLayout, want, got)
+		return fmt.Errorf("%w: this node has %s, the cluster %s (--shard-depth, --shard-groups, --topic-shard-depth, --topic-shard-groups and --topic-spread must be the same on every node)", ErrLayout, want, got)
 	}
 	return nil
 }

@@ -46,6 +46,14 @@ type Shards struct {
 	// subtopics, and a publication to a shallow topic goes to every topic
 	// shard (its descendants may live in any).
 	TopicGroups int
+	// TopicSpread places topic subscriptions by their user instead: each
+	// lives in the topic shard its uid hashes to, and every topic
+	// publication is stored in every topic shard. A busy topic, its
+	// top-level topic's own subscribers included, then spreads over the
+	// topic shards and the nodes owning them, for one append per topic
+	// shard per publication; and a user's topic subscriptions share one
+	// store, so a self-join there needs nothing from the other shards.
+	TopicSpread bool
 }
 
 // Defaults of the layout: S2 level 10 (cells of 7–10 km, a few dozen to
@@ -62,7 +70,11 @@ const Overflow = "g0"
 
 // String names the layout; every node of a cluster must use the same.
 func (m Shards) String() string {
-	return fmt.Sprintf("geo depth %d hashed onto %d shards and an overflow, topic depth %d, %d topic shards", m.depth(), m.groups(), m.topicDepth(), m.topicGroups())
+	s := fmt.Sprintf("geo depth %d hashed onto %d shards and an overflow, topic depth %d, %d topic shards", m.depth(), m.groups(), m.topicDepth(), m.topicGroups())
+	if m.TopicSpread {
+		s += " spread by user"
+	}
+	return s
 }
 
 func (m Shards) depth() int {
@@ -159,7 +171,16 @@ func (m Shards) topicHome(c subscriptions.Cell) string {
 	return m.topicShard(c.ID[:min(len(c.ID), m.topicDepth())])
 }
 
-// topicTargets are the shards a publication to topic cell c is stored in.
+// userShard is the topic shard of uid's subscriptions under TopicSpread:
+// its name hashed (FNV-1a, stable across releases).
+func (m Shards) userShard(uid string) string {
+	h := fnv.New64a()
+	h.Write([]byte(uid))
+	return fmt.Sprintf("t%d", h.Sum64()%uint64(m.topicGroups())+1)
+}
+
+// topicTargets are the shards a publication to topic cell c is stored in,
+// the shard of its own path first.
 func (m Shards) topicTargets(c subscriptions.Cell) []string {
 	out := []string{m.topicHome(c)}
 	add := func(s string) {
@@ -167,7 +188,7 @@ func (m Shards) topicTargets(c subscriptions.Cell) []string {
 			out = append(out, s)
 		}
 	}
-	if len(c.ID) < m.topicDepth() { // a shallow topic: descendants anywhere
+	if m.TopicSpread || len(c.ID) < m.topicDepth() { // subscribers, or descendants, anywhere
 		for k := range m.topicGroups() {
 			add(fmt.Sprintf("t%d", k+1))
 		}
@@ -205,8 +226,32 @@ func (m Shards) group(c subscriptions.Cell) string {
 	return fmt.Sprintf("g%d", h.Sum64()%uint64(m.groups())+1)
 }
 
+// SubHome is the shard a subscription of uid on cells lives in: by its
+// user for a topic under TopicSpread, else SelfJoinHome for a self-join
+// and Home for the rest.
+func (m Shards) SubHome(cells []subscriptions.Cell, uid string, selfJoin bool) string {
+	switch {
+	case cells[0].NS != subscriptions.NSCell && m.TopicSpread:
+		return m.userShard(uid)
+	case selfJoin:
+		return m.SelfJoinHome(cells)
+	}
+	return m.Home(cells)
+}
+
+// PriorShards are the shards besides home, a self-join's, that may hold
+// its user's plain subscriptions on cells overlapping cells: every shard
+// a publication on cells reaches, but none for a topic under TopicSpread,
+// where all of a user's topic subscriptions live in home.
+func (m Shards) PriorShards(cells []subscriptions.Cell, home string) []string {
+	if cells[0].NS != subscriptions.NSCell && m.TopicSpread {
+		return nil
+	}
+	return slices.DeleteFunc(m.Targets(cells), func(s string) bool { return s == home })
+}
+
 // Home is the shard a subscription on cells lives in (its cover, or its
-// one cell).
+// one cell), placed by its cells.
 func (m Shards) Home(cells []subscriptions.Cell) string {
 	if cells[0].NS != subscriptions.NSCell {
 		return m.topicHome(cells[0])
@@ -271,11 +316,15 @@ func (m Shards) Targets(cells []subscriptions.Cell) []string {
 	return out
 }
 
-// Candidates are the shards a subscription named by a cell may live in,
-// likeliest first: a sid names only its first cell, and a subscription
-// whose cover spans shards, or a self-join, lives in g0 (a topic
-// self-join in its top-level topic's shard).
-func (m Shards) Candidates(c subscriptions.Cell) []string {
+// Candidates are the shards a subscription of uid named by a cell may
+// live in, likeliest first: a sid names only its first cell, and a
+// subscription whose cover spans shards, or a self-join, lives in g0 (a
+// topic self-join in its top-level topic's shard, or every topic
+// subscription in its user's under TopicSpread).
+func (m Shards) Candidates(c subscriptions.Cell, uid string) []string {
+	if c.NS != subscriptions.NSCell && m.TopicSpread {
+		return []string{m.userShard(uid)}
+	}
 	if c.NS != subscriptions.NSCell {
 		cs := []string{m.topicHome(c)}
 		if sj := m.SelfJoinHome([]subscriptions.Cell{c}); sj != cs[0] {

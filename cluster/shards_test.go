@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"math/rand"
 	"slices"
 	"testing"
@@ -51,10 +52,10 @@ func TestEveryOverlappingPairMeetsInOneShard(t *testing.T) {
 			if anyOverlap(p, s) && !slices.Contains(targets, home) {
 				t.Fatalf("%v: publication %v misses subscription %v: home %s, targets %v", m, p, s, home, targets)
 			}
-			if !slices.Contains(m.Candidates(s[0]), home) {
-				t.Fatalf("%v: subscription %v lives in %s, not among the candidates of its first cell %v", m, s, home, m.Candidates(s[0]))
+			if !slices.Contains(m.Candidates(s[0], "u"), home) || m.SubHome(s, "u", false) != home {
+				t.Fatalf("%v: subscription %v lives in %s, not among the candidates of its first cell %v", m, s, home, m.Candidates(s[0], "u"))
 			}
-			selfJoinMeets(t, m, p, s, anyOverlap(p, s))
+			selfJoinMeets(t, m, p, s, "u", anyOverlap(p, s))
 		}
 		if len(homes) < min(m.groups(), 3) {
 			t.Fatalf("%v: subscriptions live in %v only", m, homes)
@@ -101,6 +102,7 @@ func TestTopicPairsMeetInOneShard(t *testing.T) {
 	for _, tg := range []int{0, 1, 4, 16} {
 		for td := 1; td <= 4; td++ {
 			pairsMeet(t, r, topic, Shards{Depth: 2, TopicDepth: td, TopicGroups: tg})
+			pairsMeet(t, r, topic, Shards{Depth: 2, TopicDepth: td, TopicGroups: tg, TopicSpread: true})
 		}
 	}
 	for _, bad := range []Shards{{Depth: 2, TopicDepth: 5}, {Depth: 2, TopicGroups: 257}, {Depth: 2, TopicGroups: -1}} {
@@ -120,15 +122,20 @@ func TestTopicPairsMeetInOneShard(t *testing.T) {
 	}
 }
 
-// pairsMeet checks layout m on 20,000 random topic pairs.
+// pairsMeet checks layout m on 20,000 random topic pairs: each
+// subscription's home holds every publication it overlaps, and one
+// top-level topic's subtopics (or, spread by user, its own subscribers)
+// live in more than one shard.
 func pairsMeet(t *testing.T, r *rand.Rand, topic func() subscriptions.Cell, m Shards) {
 	t.Helper()
 	td := m.topicDepth()
 	all := m.All()
-	spread := map[string]bool{}
+	spread, own := map[string]bool{}, map[string]bool{}
 	home := func(c subscriptions.Cell) string { return m.Home([]subscriptions.Cell{c}) }
 	for range 20000 {
 		p, s := topic(), topic()
+		uid := fmt.Sprintf("u%d", r.Intn(1000))
+		subHome := m.SubHome([]subscriptions.Cell{s}, uid, false)
 		targets := m.Targets([]subscriptions.Cell{p})
 		if targets[0] != home(p) || len(slices.Compact(slices.Sorted(slices.Values(targets)))) != len(targets) {
 			t.Fatalf("%s: targets of %v: %v (home %s)", m, p.ID, targets, home(p))
@@ -138,33 +145,48 @@ func pairsMeet(t *testing.T, r *rand.Rand, topic func() subscriptions.Cell, m Sh
 				t.Fatalf("%s: %v targets shard %s", m, p.ID, x)
 			}
 		}
-		if len(p.ID) < td && len(targets) != m.topicGroups() {
-			t.Fatalf("%s: shallow topic %v reaches %v only", m, p.ID, targets)
+		if (len(p.ID) < td || m.TopicSpread) && len(targets) != m.topicGroups() {
+			t.Fatalf("%s: topic %v reaches %v only", m, p.ID, targets)
 		}
-		if overlaps(p, s) && !slices.Contains(targets, home(s)) {
-			t.Fatalf("%s: publication %v misses subscription %v: home %s, targets %v", m, p.ID, s.ID, home(s), targets)
+		if overlaps(p, s) && !slices.Contains(targets, subHome) {
+			t.Fatalf("%s: publication %v misses subscription %v of %s: home %s, targets %v", m, p.ID, s.ID, uid, subHome, targets)
 		}
-		selfJoinMeets(t, m, []subscriptions.Cell{p}, []subscriptions.Cell{s}, overlaps(p, s))
+		if !slices.Contains(m.Candidates(s, uid), subHome) {
+			t.Fatalf("%s: subscription %v of %s lives in %s, not among its candidates %v", m, s.ID, uid, subHome, m.Candidates(s, uid))
+		}
+		if !m.TopicSpread && subHome != home(s) {
+			t.Fatalf("%s: subscription %v lives in %s by its cells, %s by SubHome", m, s.ID, home(s), subHome)
+		}
+		if prior := m.PriorShards([]subscriptions.Cell{s}, m.SubHome([]subscriptions.Cell{s}, uid, true)); m.TopicSpread && prior != nil {
+			t.Fatalf("%s: a self-join of %s asks %v for the user's subscriptions, which all live in its home", m, uid, prior)
+		}
+		selfJoinMeets(t, m, []subscriptions.Cell{p}, []subscriptions.Cell{s}, uid, overlaps(p, s))
 		if len(s.ID) >= td && s.ID[0] == 1 {
-			spread[home(s)] = true
+			spread[subHome] = true
+		}
+		if len(s.ID) == 1 && s.ID[0] == 1 {
+			own[subHome] = true
 		}
 	}
 	if td > 1 && m.topicGroups() > 1 && len(spread) < 2 {
 		t.Fatalf("%s: the subtopics of one top-level topic all live in %v", m, spread)
 	}
+	if m.TopicSpread && m.topicGroups() > 1 && len(own) < 2 {
+		t.Fatalf("%s: the subscribers of one top-level topic all live in %v", m, own)
+	}
 }
 
-// selfJoinMeets checks that a self-join subscription on s lives where a
-// publication on p that overlaps it is stored, and where its sid is looked
-// for.
-func selfJoinMeets(t *testing.T, m Shards, p, s []subscriptions.Cell, overlap bool) {
+// selfJoinMeets checks that a self-join subscription of uid on s lives
+// where a publication on p that overlaps it is stored, and where its sid
+// is looked for.
+func selfJoinMeets(t *testing.T, m Shards, p, s []subscriptions.Cell, uid string, overlap bool) {
 	t.Helper()
-	home := m.SelfJoinHome(s)
+	home := m.SubHome(s, uid, true)
 	if overlap && !slices.Contains(m.Targets(p), home) {
 		t.Fatalf("%v: publication %v misses self-join subscription %v: home %s, targets %v", m, p, s, home, m.Targets(p))
 	}
-	if !slices.Contains(m.Candidates(s[0]), home) {
-		t.Fatalf("%v: self-join %v lives in %s, not among the candidates of its first cell %v", m, s, home, m.Candidates(s[0]))
+	if !slices.Contains(m.Candidates(s[0], uid), home) {
+		t.Fatalf("%v: self-join %v lives in %s, not among the candidates of its first cell %v", m, s, home, m.Candidates(s[0], uid))
 	}
 }
 
