@@ -34,8 +34,9 @@ cluster-local-external: tools
 	$(GO) build -o $(CURDIR)/.bin/broker ./cmd/broker
 	NATS_SERVER=$(TOOLS)/nats-server scripts/cluster-local.sh $(CURDIR)/.bin/broker $(CURDIR)/data/cluster-external
 
-# A rolling restart of three nodes and growth to five, then a kill -9,
-# each under load and checked for completeness (bench/cmd/failover).
+# A rolling restart of three nodes, growth to five, a kill -9 and a shrink
+# back to three, each under load and checked for completeness
+# (bench/cmd/failover).
 cluster-rolling:
 	$(GO) run ./bench/cmd/failover -rolling -load-rate 300 -step 15s
 

@@ -18,8 +18,9 @@
 // takes a broker alone, so no raft group loses its leader.
 //
 // With -rolling it instead restarts the three nodes one after another
-// with SIGTERM, adds a fourth and a fifth, and kills one, each phase under
-// the load generator, whose oracle checks it (rolling.go).
+// with SIGTERM, adds a fourth and a fifth, kills one, and stops the two
+// added for good, each phase under the load generator, whose oracle
+// checks it (rolling.go).
 //
 //	go run ./bench/cmd/failover [-broker BIN] [-rounds 6] [-load-ops 6000 -load-rate 300] [-external-nats [-nats-server BIN]]
 //	go run ./bench/cmd/failover -rolling [-load-rate 300] [-step 12s] [-no-kill]
@@ -52,7 +53,7 @@ func main() {
 	rate := flag.Float64("load-rate", 300, "operations per second of that run")
 	external := flag.Bool("external-nats", false, "run the brokers on a cluster of three nats-server processes instead of embedded servers")
 	natsBin := flag.String("nats-server", "", "nats-server binary for -external-nats (default: .tools/nats-server or $PATH)")
-	rolling := flag.Bool("rolling", false, "instead: restart the three nodes one after another, add two, and kill one, under load (rolling.go)")
+	rolling := flag.Bool("rolling", false, "instead: restart the three nodes one after another, add two, kill one, and remove the two added, under load (rolling.go)")
 	stepSpan := flag.Duration("step", 12*time.Second, "with -rolling: the share of a phase's run each step is given")
 	noKill := flag.Bool("no-kill", false, "with -rolling: no kill phase")
 	brokerArgs := flag.String("broker-args", "", "more flags for every broker, space-separated: the levers, e.g. \"--lease-ttl 1s --cluster-election-timeout 500ms\"")

@@ -14,7 +14,7 @@ import (
 )
 
 // The rolling mode (issue 39): a cluster's nodes restarted one after
-// another, and the cluster grown, under load, losing nothing.
+// another, and the cluster grown and shrunk, under load, losing nothing.
 //
 // It starts three nodes and runs the load generator against them in
 // phases, one run each, each run checked by the load generator's oracle:
@@ -25,7 +25,9 @@ import (
 //   - growth: n4, then n5 added, naming the others' routes; the shards
 //     rebalance onto them;
 //   - kill (optional): the node serving most of the workload killed with
-//     SIGKILL and started again.
+//     SIGKILL and started again;
+//   - shrink: n5, then n4 stopped with SIGTERM for good (the nodes the
+//     growth added, whose NATS servers hold no replica of the logs).
 //
 // A phase gives each of its n steps a span of the run, and the run lasts
 // n+1 spans: step k (from 1) starts (k-1/2) spans into it, and not before
@@ -96,6 +98,15 @@ func rollingRun(bin string, keep bool, rate float64, stepSpan time.Duration, kil
 			return c.Restart(i)
 		}}
 	}
+	remove := func(i int) step {
+		return step{"SIGTERM " + c.Nodes[i].ID + " for good", func(st *stepTimes) error {
+			if err := c.StopNode(i, 40*time.Second); err != nil {
+				return err
+			}
+			st.down = st.at(time.Now())
+			return nil
+		}}
+	}
 	add := step{"add a node", func(st *stepTimes) error {
 		nd, err := c.Add()
 		if err == nil {
@@ -116,6 +127,10 @@ func rollingRun(bin string, keep bool, rate float64, stepSpan time.Duration, kil
 			steps []step
 		}{"kill", []step{{"SIGKILL and restart the busiest node", nil}}})
 	}
+	phases = append(phases, struct {
+		name  string
+		steps []step
+	}{"shrink", nil}) // n4 and n5 are there once the growth ran
 	var results []phaseResult
 	for k, ph := range phases {
 		if k > 0 {
@@ -128,6 +143,9 @@ func rollingRun(bin string, keep bool, rate float64, stepSpan time.Duration, kil
 			return err
 		}
 		all := g.All()
+		if ph.name == "shrink" {
+			ph.steps = []step{remove(4), remove(3)}
+		}
 		if ph.name == "kill" {
 			victim, share, err := busiest(c, all)
 			if err != nil {
@@ -141,10 +159,11 @@ func rollingRun(bin string, keep bool, rate float64, stepSpan time.Duration, kil
 				return c.Restart(victim)
 			}}
 		}
-		// The clients connect to every node there is when the phase
-		// starts: the kill phase's reach the nodes the growth added.
+		// The clients connect to every node running when the phase
+		// starts: the kill phase's reach the nodes the growth added, and
+		// the shrink's lose them.
 		var urls []string
-		for _, nd := range c.Nodes {
+		for _, nd := range running(c) {
 			urls = append(urls, nd.WS())
 		}
 		r, err := phase(c, ph.name, urls, all, span, ph.steps, int64(k+1))
