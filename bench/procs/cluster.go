@@ -83,7 +83,7 @@ func (c *Cluster) Start(n int) error {
 	for _, nd := range c.Nodes {
 		if err := WaitReady(nd.HTTP); err != nil {
 			c.Stop()
-			return fmt.Errorf("node %s: %w; the end of its log:\n%s", nd.ID, err, Tail(c.logPath(nd), 5))
+			return fmt.Errorf("node %s: %w; the end of its log:\n%s", nd.ID, err, Tail(c.LogPath(nd), 5))
 		}
 	}
 	return nil
@@ -97,12 +97,12 @@ func (c *Cluster) routes() string {
 	return strings.Join(r, ",")
 }
 
-// logPath is where node nd's output goes.
-func (c *Cluster) logPath(nd *Node) string { return filepath.Join(c.Log, nd.ID+".log") }
+// LogPath is where node nd's output goes.
+func (c *Cluster) LogPath(nd *Node) string { return filepath.Join(c.Log, nd.ID+".log") }
 
 func (c *Cluster) start(i int, routes string) error {
 	nd := c.Nodes[i]
-	log, err := os.OpenFile(c.logPath(nd), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	log, err := os.OpenFile(c.LogPath(nd), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
@@ -154,13 +154,13 @@ func (c *Cluster) StopNode(i int, limit time.Duration) error {
 	select {
 	case err := <-done:
 		if err != nil {
-			return fmt.Errorf("node %s after SIGTERM: %w; the end of its log:\n%s", nd.ID, err, Tail(c.logPath(nd), 5))
+			return fmt.Errorf("node %s after SIGTERM: %w; the end of its log:\n%s", nd.ID, err, Tail(c.LogPath(nd), 5))
 		}
 		return nil
 	case <-time.After(limit):
 		nd.Cmd.Process.Kill()
 		<-done
-		return fmt.Errorf("node %s: no exit %v after SIGTERM, killed; the end of its log:\n%s", nd.ID, limit, Tail(c.logPath(nd), 5))
+		return fmt.Errorf("node %s: no exit %v after SIGTERM, killed; the end of its log:\n%s", nd.ID, limit, Tail(c.LogPath(nd), 5))
 	}
 }
 
@@ -186,7 +186,7 @@ func (c *Cluster) Add() (*Node, error) {
 		return nil, err
 	}
 	if err := WaitReady(nd.HTTP); err != nil {
-		return nd, fmt.Errorf("node %s: %w; the end of its log:\n%s", nd.ID, err, Tail(c.logPath(nd), 5))
+		return nd, fmt.Errorf("node %s: %w; the end of its log:\n%s", nd.ID, err, Tail(c.LogPath(nd), 5))
 	}
 	return nd, nil
 }

@@ -123,7 +123,7 @@ func run(bin string, rounds int, keep bool, loadOps int, loadRate float64, exter
 	}
 	defer c.Stop()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	var took []time.Duration
+	var took, takes []time.Duration
 	for r := range rounds {
 		victim := r % 3
 		// Every shard answers before the kill, and the shards are spread
@@ -144,8 +144,10 @@ func run(bin string, rounds int, keep bool, loadOps int, loadRate float64, exter
 		}
 		d := back.at.Sub(t0)
 		took = append(took, d)
-		fmt.Printf("round %d: killed %s; every shard served again after %v (the last: %s; its last error: %v)\n",
-			r, c.Nodes[victim].ID, d.Round(time.Millisecond), back.cell, back.err)
+		take, k := slowestTake(c, t0, back.at)
+		takes = append(takes, take)
+		fmt.Printf("round %d: killed %s; every shard served again after %v (the last: %s; its last error: %v); %d shards taken, the slowest take %v\n",
+			r, c.Nodes[victim].ID, d.Round(time.Millisecond), back.cell, back.err, k, take.Round(time.Millisecond))
 		if err := c.Restart(victim); err != nil {
 			return err
 		}
@@ -166,9 +168,11 @@ func run(bin string, rounds int, keep bool, loadOps int, loadRate float64, exter
 		return nil
 	}
 	slices.Sort(took)
+	slices.Sort(takes)
 	over := len(took) - sort.Search(len(took), func(i int) bool { return took[i] > 5*time.Second })
-	at := func(q float64) time.Duration { return took[int(q*float64(len(took)-1))].Round(time.Millisecond) }
-	fmt.Printf("failover over %d kills: min %v, median %v, p90 %v, max %v; over 5 s: %d\n", len(took), at(0), at(0.5), at(0.9), at(1), over)
+	at := func(ds []time.Duration, q float64) time.Duration { return ds[int(q*float64(len(ds)-1))].Round(time.Millisecond) }
+	fmt.Printf("failover over %d kills: min %v, median %v, p90 %v, max %v; over 5 s: %d\n", len(took), at(took, 0), at(took, 0.5), at(took, 0.9), at(took, 1), over)
+	fmt.Printf("the slowest take of each kill (what a standby owner would save at most): median %v, p90 %v, max %v\n", at(takes, 0.5), at(takes, 0.9), at(takes, 1))
 	return nil
 }
 
