@@ -170,7 +170,9 @@ func run(bin string, rounds int, keep bool, loadOps int, loadRate float64, exter
 	slices.Sort(took)
 	slices.Sort(takes)
 	over := len(took) - sort.Search(len(took), func(i int) bool { return took[i] > 5*time.Second })
-	at := func(ds []time.Duration, q float64) time.Duration { return ds[int(q*float64(len(ds)-1))].Round(time.Millisecond) }
+	at := func(ds []time.Duration, q float64) time.Duration {
+		return ds[int(q*float64(len(ds)-1))].Round(time.Millisecond)
+	}
 	fmt.Printf("failover over %d kills: min %v, median %v, p90 %v, max %v; over 5 s: %d\n", len(took), at(took, 0), at(took, 0.5), at(took, 0.9), at(took, 1), over)
 	fmt.Printf("the slowest take of each kill (what a standby owner would save at most): median %v, p90 %v, max %v\n", at(takes, 0.5), at(takes, 0.9), at(takes, 1))
 	return nil
