@@ -67,6 +67,9 @@ type phaseResult struct {
 	name  string
 	rep   *loadgen.Report
 	steps []stepTimes
+	// take is the phase's slowest shard take, of takes in all.
+	take  time.Duration
+	takes int
 }
 
 // rollingRun starts three nodes of bin (built when empty) and runs the
@@ -136,6 +139,9 @@ func rollingRun(bin string, keep bool, rate float64, stepSpan time.Duration, kil
 		if k > 0 {
 			time.Sleep(rollingPast + time.Second)
 		}
+		if ph.name == "shrink" {
+			ph.steps = []step{remove(4), remove(3)}
+		}
 		span := time.Duration(len(ph.steps)+1) * stepSpan
 		g, err := workload.New(workload.Config{Seed: int64(k + 1), Ops: int(rate * span.Seconds()), Users: 2000, Rate: rate,
 			Space: workload.S2, MinLevel: cluster.DefaultShardDepth - 1, Past: rollingPast, Future: time.Minute, Expires: time.Minute})
@@ -143,9 +149,6 @@ func rollingRun(bin string, keep bool, rate float64, stepSpan time.Duration, kil
 			return err
 		}
 		all := g.All()
-		if ph.name == "shrink" {
-			ph.steps = []step{remove(4), remove(3)}
-		}
 		if ph.name == "kill" {
 			victim, share, err := busiest(c, all)
 			if err != nil {
@@ -178,7 +181,8 @@ func rollingRun(bin string, keep bool, rate float64, stepSpan time.Duration, kil
 		if len(r.rep.LongestGaps) > 0 {
 			worst = r.rep.LongestGaps[0].Ms / 1000
 		}
-		fmt.Printf("  %-8s longest gap without a reply in any shard %.1f s; %s\n", r.name, worst, gapList(r.rep.LongestGaps, r.steps))
+		fmt.Printf("  %-8s longest gap without a reply in any shard %.1f s; %s; slowest of %d shard takes %v\n", r.name, worst,
+			gapList(r.rep.LongestGaps, r.steps), r.takes, r.take.Round(time.Millisecond))
 	}
 	return nil
 }
@@ -263,7 +267,8 @@ func phase(c *procs.Cluster, name string, urls []string, ops []workload.Op, span
 	if comp.ExpectedLive == 0 || comp.ExpectedPast == 0 {
 		return phaseResult{}, fmt.Errorf("a run that proves nothing: %+v", comp)
 	}
-	return phaseResult{name, rep, out.times}, nil
+	take, takes := slowestTake(c, t0, time.Now())
+	return phaseResult{name, rep, out.times, take, takes}, nil
 }
 
 // running is the nodes whose processes run.
