@@ -26,6 +26,12 @@
 // Topic names resolve in a registry every node shares, a KV bucket
 // (OpenTopics, topics.go), where the first create of an id decides.
 //
+// A self-join lives in g0 (a topic one in its top-level topic's shard, or
+// its user's under Shards.TopicSpread), where all of its user's
+// self-joins are; the node first asks the other shards its cells reach
+// for the user's plain subscriptions there (a priors request), so that
+// g0's store leaves out what those were sent too.
+//
 // Any node serves any client: Node implements the gateway's operations by
 // sending each to the owner of the shard it concerns over NATS. The owner
 // routes a subscription's notifications to the node holding its
