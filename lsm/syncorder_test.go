@@ -3,6 +3,7 @@ package lsm
 import (
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 // err (nil: it succeeds).
 type heldSync struct {
 	armed   chan struct{} // closed: the next WAL sync is held
+	held    atomic.Bool   // that sync has come
 	entered chan struct{}
 	release chan struct{}
 	err     error
@@ -27,13 +29,15 @@ func (h *heldSync) inject(op vfs.Op, path string) error {
 	default:
 		return nil
 	}
-	select {
-	case h.entered <- struct{}{}:
-		<-h.release
-		return h.err
-	default:
+	if !h.held.CompareAndSwap(false, true) {
 		return nil // a later sync than the held one
 	}
+	// Told whenever the test gets to listen: a sync that came first
+	// and found nobody listening went by unheld, and the test waited
+	// for it forever.
+	h.entered <- struct{}{}
+	<-h.release
+	return h.err
 }
 
 // Writes become visible in order: while a synced write's fsync runs, a
