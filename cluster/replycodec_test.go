@@ -66,19 +66,7 @@ func randSub(rng *rand.Rand) subscriptions.Subscription {
 	return s
 }
 
-func randPubs(rng *rand.Rand) []subscriptions.Publication {
-	switch rng.Intn(3) {
-	case 0:
-		return nil
-	case 1:
-		return []subscriptions.Publication{}
-	}
-	pubs := make([]subscriptions.Publication, 1+rng.Intn(5))
-	for i := range pubs {
-		pubs[i] = randPub(rng)
-	}
-	return pubs
-}
+func randPubs(rng *rand.Rand) []subscriptions.Publication { return randList(rng, 5, randPub) }
 
 func randReply(rng *rand.Rand) *reply {
 	r := &reply{Sid: []string{"", "1700000000000000000-1.2"}[rng.Intn(2)], Node: []string{"", "n2"}[rng.Intn(2)],
@@ -100,19 +88,7 @@ func randReply(rng *rand.Rand) *reply {
 	return r
 }
 
-func randSubs(rng *rand.Rand) []subscriptions.Subscription {
-	switch rng.Intn(3) {
-	case 0:
-		return nil
-	case 1:
-		return []subscriptions.Subscription{}
-	}
-	subs := make([]subscriptions.Subscription, 1+rng.Intn(4))
-	for i := range subs {
-		subs[i] = randSub(rng)
-	}
-	return subs
-}
+func randSubs(rng *rand.Rand) []subscriptions.Subscription { return randList(rng, 4, randSub) }
 
 // TestReplyRoundTrip: a reply reads back as it was sent, but for a
 // publish's matches, which stay on the owner.

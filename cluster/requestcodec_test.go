@@ -13,19 +13,23 @@ import (
 	"github.com/seed84792017/cellcast/subscriptions"
 )
 
-func randCells(rng *rand.Rand) []subscriptions.Cell {
+// randList is nil, empty, or 1 to n values of gen: the wire tells the
+// three apart.
+func randList[T any](rng *rand.Rand, n int, gen func(*rand.Rand) T) []T {
 	switch rng.Intn(3) {
 	case 0:
 		return nil
 	case 1:
-		return []subscriptions.Cell{}
+		return []T{}
 	}
-	cells := make([]subscriptions.Cell, 1+rng.Intn(4))
-	for i := range cells {
-		cells[i] = randCell(rng)
+	out := make([]T, 1+rng.Intn(n))
+	for i := range out {
+		out[i] = gen(rng)
 	}
-	return cells
+	return out
 }
+
+func randCells(rng *rand.Rand) []subscriptions.Cell { return randList(rng, 4, randCell) }
 
 func randOptString(rng *rand.Rand) *string {
 	if rng.Intn(2) == 0 {
