@@ -99,29 +99,31 @@ func (n *Node) tick(ctx context.Context, acquire bool) {
 	quiet := map[string]bool{}  // shards whose owner stopped renewing
 	free := map[string]uint64{} // shard -> revision to take it at (0: absent)
 	var order []string
+	rctx, cancel := context.WithTimeout(ctx, n.cfg.LeaseTTL/4)
+	leases, err := n.reader.read(rctx, all)
+	cancel()
+	if err != nil {
+		n.log.Warn("cluster: reading the leases", "err", err)
+		return
+	}
 	for _, s := range all {
-		gctx, cancel := context.WithTimeout(ctx, n.cfg.LeaseTTL/4)
-		e, err := n.leases.Get(gctx, s)
-		cancel()
+		e, ok := leases[s]
 		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound):
+		case !ok:
 			free[s] = 0
 			order = append(order, s)
-		case err != nil:
-			n.log.Warn("cluster: reading a lease", "shard", s, "err", err)
-			return
-		case nodeOf(string(e.Value())) != n.cfg.ID && n.stale("lease "+s, e.Revision()):
-			free[s] = e.Revision() // its owner stopped renewing
+		case nodeOf(e.value) != n.cfg.ID && n.stale("lease "+s, e.rev):
+			free[s] = e.rev // its owner stopped renewing
 			order = append(order, s)
-		case nodeOf(string(e.Value())) == n.cfg.ID && !slices.Contains(mine, s):
+		case nodeOf(e.value) == n.cfg.ID && !slices.Contains(mine, s):
 			// This node let the shard go (its log fenced it off, or it
 			// failed to start) but the lease still names it: take it
 			// again, as nobody else may while they hold their share.
-			free[s] = e.Revision()
+			free[s] = e.rev
 			order = append(order, s)
 		default:
-			owners[s] = string(e.Value())
-			if nodeOf(string(e.Value())) != n.cfg.ID && time.Since(n.seen["lease "+s].at) > n.cfg.LeaseTTL/2 {
+			owners[s] = e.value
+			if nodeOf(e.value) != n.cfg.ID && time.Since(n.seen["lease "+s].at) > n.cfg.LeaseTTL/2 {
 				quiet[s] = true // two renewals missed: its owner is not live
 			}
 		}

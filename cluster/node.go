@@ -61,6 +61,7 @@ type Node struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	leases jetstream.KeyValue
+	reader *leaseReader // of the lease loop alone
 	inbox  *nats.Subscription
 	alive  *nats.Subscription // the other nodes' heartbeats
 	limits subscriptions.Limits
@@ -155,8 +156,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := n.checkLayout(ctx); err != nil {
 		return nil, err
 	}
+	if n.reader, err = newLeaseReader(cfg.NC, leaseBucket); err != nil {
+		return nil, err
+	}
 	n.h = newHolder(n)
 	if n.inbox, err = cfg.NC.Subscribe(nodeSubject+cfg.ID+".>", n.h.receive); err != nil {
+		n.reader.close()
 		return nil, err
 	}
 	n.inbox.SetPendingLimits(-1, -1)
@@ -179,10 +184,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		}
 		n.heard[id] = now
 	}); err != nil {
+		n.reader.close()
 		n.inbox.Unsubscribe()
 		return nil, err
 	}
 	if _, err := n.leases.Put(ctx, probeKey(cfg.ID), []byte(time.Now().UTC().Format(time.RFC3339))); err != nil {
+		n.reader.close()
 		n.inbox.Unsubscribe()
 		n.alive.Unsubscribe()
 		return nil, fmt.Errorf("cluster: announcing node %s: %w", cfg.ID, err)
@@ -421,6 +428,7 @@ func (n *Node) Close() error {
 		n.leases.Delete(ctx, s, jetstream.LastRevision(rev))
 	}
 	n.alive.Unsubscribe()
+	n.reader.close()
 	n.leases.Delete(ctx, probeKey(n.cfg.ID))
 	n.h.close()
 	n.outMu.Lock()

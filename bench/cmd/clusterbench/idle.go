@@ -8,14 +8,18 @@ import (
 
 // idle measures what three idle nodes cost: raft heartbeats, lease
 // renewals and probes. It starts the cluster, lets its shards settle for
-// settle, and reads the nodes' CPU over d.
+// settle, and reads the nodes' CPU over d (and profiles them, -pprof).
 func idle(bin string, d, settle time.Duration, keep bool) error {
 	dir, bin, done, err := prepare(bin, keep)
 	if err != nil {
 		return err
 	}
 	defer done()
-	c, err := startNodes(bin, filepath.Join(dir, "cluster"))
+	var args []string
+	if profileDir != "" {
+		args = append(args, "--pprof")
+	}
+	c, err := startNodes(bin, filepath.Join(dir, "cluster"), args...)
 	if err != nil {
 		return err
 	}
@@ -26,6 +30,7 @@ func idle(bin string, d, settle time.Duration, keep bool) error {
 		return err
 	}
 	start := time.Now()
+	profile(c.Nodes)
 	time.Sleep(d)
 	cpu1, err := cpuTotal(c.Nodes)
 	if err != nil {
