@@ -238,9 +238,15 @@ func phase(c *procs.Cluster, name string, urls []string, ops []workload.Op, span
 	if out.err != nil {
 		return phaseResult{}, out.err
 	}
-	if last := out.times[len(out.times)-1].ready; last > span.Seconds() {
-		return phaseResult{}, fmt.Errorf("the last step was done %.1f s into the run, after its last operation (%.1f s): give each step more time (-step)",
+	// A step must begin under load; one that ends after it (a restarted
+	// node slow to rejoin on a loaded machine) is told, not failed.
+	if last := out.times[len(out.times)-1].start; last > span.Seconds() {
+		return phaseResult{}, fmt.Errorf("the last step began %.1f s into the run, after its last operation (%.1f s): give each step more time (-step)",
 			last, span.Seconds())
+	}
+	if last := out.times[len(out.times)-1].ready; last > span.Seconds() {
+		fmt.Printf("phase %s: the last step was done %.1f s into the run, after its last operation (%.1f s) (-step: more time)\n",
+			name, last, span.Seconds())
 	}
 	if last := out.times[len(out.times)-1].settle; last > span.Seconds() {
 		fmt.Printf("phase %s: the cluster settled %.1f s into the run, after its last operation (%.1f s): the end of the rebalance was not under load (-step: more time)\n",
