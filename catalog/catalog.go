@@ -401,17 +401,9 @@ func (c *Catalog) Expire() (int, error) { return c.expire(nil, math.MinInt64, c.
 func (c *Catalog) expire(stop <-chan struct{}, from, to int64) (int, error) {
 	n := 0
 	for {
-		rows, err := c.t.RangeLookup(colExpires, secondary.IntValue(from), secondary.IntValue(to), MaxK)
-		if err != nil {
-			return n, err
-		}
-		pks := make([]string, len(rows))
-		for i := range rows {
-			pks[i] = rows[i].Key
-		}
-		deleted, err := c.t.DeleteMany(pks)
+		deleted, err := c.t.DeleteRange(colExpires, secondary.IntValue(from), secondary.IntValue(to), MaxK)
 		n += deleted
-		if err != nil || len(rows) < MaxK {
+		if err != nil || deleted < MaxK {
 			return n, err
 		}
 		select {

@@ -45,6 +45,32 @@ func (t *Table) DeleteMany(pks []string) (int, error) {
 		b.Delete(rowKey(pk))
 		olds = append(olds, old)
 	}
+	return t.deleteRows(b, olds)
+}
+
+// DeleteRange removes the rows RangeLookup(attr, a, b, k) finds and
+// returns how many, in writes as DeleteMany's. Writes wait meanwhile, so
+// the rows the lookup read are current and need no second read (the
+// catalog's janitor deletes expired publications this way).
+func (t *Table) DeleteRange(attr string, a, b Value, k int) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	rows, err := t.RangeLookup(attr, a, b, k)
+	if err != nil {
+		return 0, err
+	}
+	batch := lsm.NewBatch()
+	olds := make([]*Row, len(rows))
+	for i := range rows {
+		batch.Delete(rowKey(rows[i].Key))
+		olds[i] = &rows[i]
+	}
+	return t.deleteRows(batch, olds)
+}
+
+// deleteRows applies b, which deletes the rows olds, with the table's
+// next sequence number, and takes their index entries out. t.mu is held.
+func (t *Table) deleteRows(b *lsm.Batch, olds []*Row) (int, error) {
 	if len(olds) == 0 {
 		return 0, nil
 	}

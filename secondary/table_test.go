@@ -106,6 +106,19 @@ func TestDifferential(t *testing.T) {
 						t.Fatalf("delete %s: %v (present %v)", pk, err, ok)
 					}
 					delete(o, pk)
+				case x < 71 && rng.Intn(2) == 0: // those of a range, by any strategy's index
+					st := strategies[rng.Intn(len(strategies))]
+					tn, k := "time_"+string(st), []int{0, 1, 3, 10}[rng.Intn(4)]
+					a := int64(rng.Intn(200) - 60)
+					b := a + 1 + int64(rng.Intn(40))
+					want := o.answer(func(d Doc) bool { v := d[tn]; return v.I >= a && v.I <= b }, k)
+					n, err := tb.DeleteRange(tn, IntValue(a), IntValue(b), k)
+					if err != nil || n != len(want) {
+						t.Fatalf("op %d delete range %s [%d, %d] k=%d: %d, %v; want %s", i, tn, a, b, k, n, err, keys(want))
+					}
+					for _, r := range want {
+						delete(o, r.Key)
+					}
 				case x < 71: // several at once, some absent, some twice
 					var pks []string
 					want := 0
@@ -469,7 +482,7 @@ func TestDeleteEmptiesIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tb.Close()
-	for round := range 3 {
+	for round := range 4 {
 		for i := range 300 {
 			doc := Doc{}
 			for _, s := range strategies {
@@ -491,6 +504,12 @@ func TestDeleteEmptiesIndexes(t *testing.T) {
 			}
 			if n, err := tb.DeleteMany(pks); n != 300 || err != nil {
 				t.Fatalf("delete many: %d, %v", n, err)
+			}
+			continue
+		}
+		if round == 3 { // all at once, found by an index
+			if n, err := tb.DeleteRange(string(Composite), StringValue("v"), StringValue("w"), 0); n != 300 || err != nil {
+				t.Fatalf("delete range: %d, %v", n, err)
 			}
 			continue
 		}
