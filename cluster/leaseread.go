@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -61,18 +62,19 @@ func (r *leaseReader) read(ctx context.Context, keys []string) (map[string]lease
 }
 
 func (r *leaseReader) readSome(ctx context.Context, keys []string, out map[string]leaseEntry) error {
-	var req strings.Builder
-	req.WriteString(`{"multi_last":[`)
-	for i, k := range keys {
-		if i > 0 {
-			req.WriteByte(',')
-		}
-		req.WriteString(strconv.Quote(r.prefix + k))
+	var req struct {
+		MultiLast []string `json:"multi_last"`
 	}
-	req.WriteString(`]}`)
+	for _, k := range keys {
+		req.MultiLast = append(req.MultiLast, r.prefix+k)
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
 	r.reads++
 	reply := r.inbox + "." + strconv.FormatUint(r.reads, 10)
-	if err := r.nc.PublishRequest(r.subject, reply, []byte(req.String())); err != nil {
+	if err := r.nc.PublishRequest(r.subject, reply, body); err != nil {
 		return err
 	}
 	for {
@@ -85,17 +87,16 @@ func (r *leaseReader) readSome(ctx context.Context, keys []string, out map[strin
 		if m.Subject != reply {
 			continue // the end of a read that gave up waiting
 		}
-		switch m.Header.Get("Status") {
-		case "":
-		case "204", "404": // the end; 404: no key has an entry
+		rev, end, err := directAnswer(m)
+		if err != nil {
+			return fmt.Errorf("cluster: reading the leases: %w", err)
+		}
+		if end {
 			return nil
-		default:
-			return fmt.Errorf("cluster: reading the leases: direct get answered %s %s", m.Header.Get("Status"), m.Header.Get("Description"))
 		}
 		key, ok := strings.CutPrefix(m.Header.Get("Nats-Subject"), r.prefix)
-		rev, err := strconv.ParseUint(m.Header.Get("Nats-Sequence"), 10, 64)
-		if !ok || err != nil {
-			return fmt.Errorf("cluster: reading the leases: an answer names %q at %q", m.Header.Get("Nats-Subject"), m.Header.Get("Nats-Sequence"))
+		if !ok {
+			return fmt.Errorf("cluster: reading the leases: an answer names %q", m.Header.Get("Nats-Subject"))
 		}
 		if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
 			continue

@@ -195,16 +195,12 @@ func (l *shardLog) replayBatch(ctx context.Context, msgs <-chan *nats.Msg, apply
 		case <-ctx.Done():
 			return 0, false, fmt.Errorf("cluster: replaying %s: %w", l.stream, ctx.Err())
 		}
-		switch m.Header.Get("Status") {
-		case "":
-		case "204", "404": // the batch's end; nothing from the asked sequence on
-			return last, done, nil
-		default:
-			return 0, false, fmt.Errorf("cluster: replaying %s: direct get answered %s %s", l.stream, m.Header.Get("Status"), m.Header.Get("Description"))
-		}
-		seq, err := strconv.ParseUint(m.Header.Get("Nats-Sequence"), 10, 64)
+		seq, end, err := directAnswer(m)
 		if err != nil {
-			return 0, false, fmt.Errorf("cluster: replaying %s: a direct get's answer has no sequence", l.stream)
+			return 0, false, fmt.Errorf("cluster: replaying %s: %w", l.stream, err)
+		}
+		if end { // nothing from the asked sequence on
+			return last, done, nil
 		}
 		if seq > l.last {
 			done = true // written after the log was opened
@@ -219,6 +215,24 @@ func (l *shardLog) replayBatch(ctx context.Context, msgs <-chan *nats.Msg, apply
 		}
 		last = seq
 	}
+}
+
+// directAnswer reads one message of a batched direct get's answer: a
+// stored message and its sequence, or the end of the answer (204, or
+// 404: nothing matched), or an error the server sent instead.
+func directAnswer(m *nats.Msg) (seq uint64, end bool, err error) {
+	switch m.Header.Get("Status") {
+	case "":
+	case "204", "404":
+		return 0, true, nil
+	default:
+		return 0, false, fmt.Errorf("direct get answered %s %s", m.Header.Get("Status"), m.Header.Get("Description"))
+	}
+	seq, err = strconv.ParseUint(m.Header.Get("Nats-Sequence"), 10, 64)
+	if err != nil {
+		return 0, false, fmt.Errorf("a direct get's answer has no sequence")
+	}
+	return seq, false, nil
 }
 
 // replayBatch is how many log messages one direct get asks for.
