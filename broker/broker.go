@@ -110,24 +110,27 @@ type Config struct {
 
 // Broker is a running broker.
 type Broker struct {
-	cfg      Config
-	log      *slog.Logger
-	store    *listdb.Store
-	catalog  *catalog.Catalog
-	ns       *server.Server
-	nc       *nats.Conn
-	svc      *service.Service // nil on a cluster node
-	node     *cluster.Node    // nil when alone
-	pings    *nats.Subscription
-	gw       *gateway.Gateway
-	stopNATS func() error
-	http     *http.Server
-	ln       net.Listener
-	metrics  *http.Server // nil when metrics share the HTTP listener
-	mln      net.Listener
-	auth     *auth.Swap // nil in open mode
-	ready    atomic.Bool
-	served   chan error
+	cfg     Config
+	log     *slog.Logger
+	store   *listdb.Store
+	catalog *catalog.Catalog
+	ns      *server.Server
+	nc      *nats.Conn
+	// natsSystem is the token of the embedded server's system account,
+	// set on a cluster node (removenode.go).
+	natsSystem string
+	svc        *service.Service // nil on a cluster node
+	node       *cluster.Node    // nil when alone
+	pings      *nats.Subscription
+	gw         *gateway.Gateway
+	stopNATS   func() error
+	http       *http.Server
+	ln         net.Listener
+	metrics    *http.Server // nil when metrics share the HTTP listener
+	mln        net.Listener
+	auth       *auth.Swap // nil in open mode
+	ready      atomic.Bool
+	served     chan error
 }
 
 func (c *Config) withDefaults() {
@@ -411,6 +414,7 @@ func (b *Broker) operatorRoutes(mux *http.ServeMux, reg *prometheus.Registry) {
 	h := http.NewServeMux()
 	h.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	h.HandleFunc("/admin/backup", b.serveBackup)
+	h.HandleFunc("/admin/cluster/remove", b.serveRemoveNode)
 	if b.cfg.Pprof {
 		h.HandleFunc("/debug/pprof/", pprof.Index)
 		h.HandleFunc("/debug/pprof/profile", pprof.Profile)

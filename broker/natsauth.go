@@ -15,17 +15,26 @@ import (
 	"github.com/seed84792017/cellcast/gateway"
 )
 
-// natsBrokerUser is the broker's own user on the embedded server.
-const natsBrokerUser = "cellcast-broker"
+// natsBrokerUser is the broker's own user on the embedded server, and
+// natsSystemUser its user in the server's system account, which alone may
+// ask JetStream to remove a server from the cluster (removenode.go).
+const (
+	natsBrokerUser = "cellcast-broker"
+	natsSystemUser = "cellcast-system"
+)
 
 // natsAuth admits the broker itself with every permission and clients
 // with a bearer token (as token or password) with the permissions a user
 // needs and no more: publish requests on cellcast subjects; subscribe to
 // its own notifications and to its own inbox, _INBOX.<uid>.>, so nobody
 // reads another user's replies. A client's connection ends when its token
-// expires.
+// expires. Without a verifier (open mode, on loopback) anyone is admitted
+// with every permission, as with no authentication at all.
 type natsAuth struct {
+	// internal and system are random secrets, known only in process: the
+	// broker's token, and its token for the system account.
 	internal string
+	system   string
 	verifier auth.Verifier
 	// maxConns bounds a user's connections (gateway.Limits.UserConnections);
 	// ns is the server, set once it exists, to count them.
@@ -41,6 +50,18 @@ func (a *natsAuth) Check(c server.ClientAuthentication) bool {
 	}
 	if tok == a.internal {
 		c.RegisterUser(&server.User{Username: natsBrokerUser})
+		return true
+	}
+	if a.system != "" && tok == a.system {
+		ns := a.ns.Load()
+		if ns == nil || ns.SystemAccount() == nil {
+			return false
+		}
+		c.RegisterUser(&server.User{Username: natsSystemUser, Account: ns.SystemAccount()})
+		return true
+	}
+	if a.verifier == nil {
+		c.RegisterUser(&server.User{Username: "anonymous"})
 		return true
 	}
 	id, err := a.verifier.Verify(tok)

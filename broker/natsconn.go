@@ -69,9 +69,7 @@ func (b *Broker) connectNATS(verifier auth.Verifier, tlsConf *tls.Config) error 
 	if port == 0 {
 		port = server.RANDOM_PORT
 	}
-	secret := make([]byte, 24)
-	rand.Read(secret)
-	internal := hex.EncodeToString(secret)
+	internal, system := randomSecret(), randomSecret()
 	sopts := &server.Options{ServerName: "cellcast", Host: host, Port: port, NoSigs: true, NoLog: true, MaxPayload: 1 << 20,
 		MaxConn: b.cfg.HTTP.MaxConns, TLSConfig: tlsConf, TLSTimeout: 2}
 	if b.cfg.clustered() {
@@ -80,8 +78,9 @@ func (b *Broker) connectNATS(verifier auth.Verifier, tlsConf *tls.Config) error 
 		}
 	}
 	var na *natsAuth
-	if verifier != nil {
-		na = &natsAuth{internal: internal, verifier: verifier, maxConns: b.cfg.Gateway.UserConnections}
+	// A cluster node needs its system-account user even in open mode.
+	if verifier != nil || b.cfg.clustered() {
+		na = &natsAuth{internal: internal, system: system, verifier: verifier, maxConns: b.cfg.Gateway.UserConnections}
 		if na.maxConns == 0 {
 			na.maxConns = gateway.DefaultUserConnections
 		}
@@ -93,6 +92,7 @@ func (b *Broker) connectNATS(verifier auth.Verifier, tlsConf *tls.Config) error 
 	}
 	if na != nil {
 		na.ns.Store(ns)
+		b.natsSystem = system
 	}
 	fatal := natsFatal(make(chan string, 1))
 	ns.SetLoggerV2(fatal, false, false, false)
@@ -122,6 +122,12 @@ func (b *Broker) connectNATS(verifier auth.Verifier, tlsConf *tls.Config) error 
 	}
 	b.nc = nc
 	return nil
+}
+
+func randomSecret() string {
+	secret := make([]byte, 24)
+	rand.Read(secret)
+	return hex.EncodeToString(secret)
 }
 
 // natsFatal takes the embedded server's fatal errors, such as a listener

@@ -1,7 +1,12 @@
 package procs
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +14,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/seed84792017/cellcast/cluster"
 )
@@ -161,6 +169,96 @@ func (c *Cluster) StopNode(i int, limit time.Duration) error {
 		nd.Cmd.Process.Kill()
 		<-done
 		return fmt.Errorf("node %s: no exit %v after SIGTERM, killed; the end of its log:\n%s", nd.ID, limit, Tail(c.LogPath(nd), 5))
+	}
+}
+
+// Remove removes stopped node i from the cluster for good, as an
+// operator's cellcast remove-node does, through a running node. It asks
+// again while the others still count i as running (its routes close) or
+// elect a JetStream meta leader, up to limit.
+func (c *Cluster) Remove(i int, limit time.Duration) error {
+	var via *Node
+	for j, nd := range c.Nodes {
+		if j != i && nd.Running() {
+			via = nd
+			break
+		}
+	}
+	if via == nil {
+		return fmt.Errorf("removing %s: no node running", c.Nodes[i].ID)
+	}
+	url := "http://" + via.HTTP + "/admin/cluster/remove?node=" + c.Nodes[i].ID
+	for end := time.Now().Add(limit); ; time.Sleep(250 * time.Millisecond) {
+		resp, err := http.Post(url, "", nil)
+		if err != nil {
+			return err
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		switch {
+		case resp.StatusCode == http.StatusOK:
+			return nil
+		case (resp.StatusCode == http.StatusConflict && bytes.Contains(body, []byte("is running"))) ||
+			resp.StatusCode == http.StatusServiceUnavailable:
+			if time.Now().After(end) {
+				return fmt.Errorf("removing %s through %s: still %s %s after %v", c.Nodes[i].ID, via.ID, resp.Status, bytes.TrimSpace(body), limit)
+			}
+		default:
+			return fmt.Errorf("removing %s through %s: %s %s", c.Nodes[i].ID, via.ID, resp.Status, bytes.TrimSpace(body))
+		}
+	}
+}
+
+// LogsPlaced waits up to limit until every JetStream stream has a leader
+// and want-1 current followers, all on running nodes' servers, as the
+// running node's embedded server reports them.
+func (c *Cluster) LogsPlaced(want int, limit time.Duration) error {
+	running := map[string]bool{}
+	var via *Node
+	for _, nd := range c.Nodes {
+		if nd.Running() {
+			running[nd.ID] = true
+			via = nd
+		}
+	}
+	if via == nil {
+		return errors.New("no node running")
+	}
+	nc, err := nats.Connect("nats://"+via.NATS, nats.Name("procs-logs-placed"))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	var bad []string
+	for end := time.Now().Add(limit); ; time.Sleep(500 * time.Millisecond) {
+		bad = bad[:0]
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		list := js.ListStreams(ctx)
+		n := 0
+		for si := range list.Info() {
+			n++
+			cl := si.Cluster
+			ok := cl != nil && running[cl.Leader] && len(cl.Replicas) == want-1
+			for k := 0; ok && k < len(cl.Replicas); k++ {
+				p := cl.Replicas[k]
+				ok = p.Current && !p.Offline && running[p.Name]
+			}
+			if !ok {
+				bad = append(bad, si.Config.Name)
+			}
+		}
+		err = list.Err()
+		cancel()
+		if err == nil && n > 0 && len(bad) == 0 {
+			return nil
+		}
+		if time.Now().After(end) {
+			return fmt.Errorf("after %v, %d streams listed, these not on %d current replicas of running nodes: %v (%v)", limit, n, want, bad, err)
+		}
 	}
 }
 

@@ -51,6 +51,8 @@ Commands:
           or that meet a place (--near LAT,LNG,RADIUS or --within FILE.geojson)
   token   mint an HS256 bearer token from the broker's secret, as broker token does
   backup  copy a running broker's store into a new data directory (--out DIR)
+  remove-node
+          remove a stopped cluster node for good (--node ID), through a running one
   version print the version (also cellcast --version)
 
 Places are anywhere on Earth: --lat/--lng (a point), with --radius (a circle),
@@ -91,6 +93,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) in
 	}
 	cmds := map[string]func(context.Context, []string, env, io.Writer, io.Writer) int{
 		"sub": sub, "pub": pub, "query": query, "token": token, "version": version, "backup": backup,
+		"remove-node": removeNode,
 	}
 	name := args[0]
 	if name == "--version" || name == "-version" {

@@ -62,10 +62,11 @@ func TestKill9(t *testing.T) {
 
 // TestRollingRestartAndGrowth restarts three real broker processes one
 // after another with SIGTERM, adds a fourth and a fifth, kills the
-// busiest with SIGKILL and restarts it, then stops the fifth and the
-// fourth for good, each phase under the load generator: its oracle must
-// find every notification and past result owed exactly once, and none it
-// did not owe (issue 39; about three minutes).
+// busiest with SIGKILL and restarts it, then stops the first and the
+// fifth and removes them for good, each phase under the load generator:
+// its oracle must find every notification and past result owed exactly
+// once, and none it did not owe, and every log must end on three current
+// replicas of the nodes left (issue 39; about three minutes).
 // The longest gaps without a reply per shard are printed, not checked:
 // go test ./bench/cmd/failover -run Rolling -v
 func TestRollingRestartAndGrowth(t *testing.T) {

@@ -26,8 +26,9 @@ import (
 //     rebalance onto them;
 //   - kill (optional): the node serving most of the workload killed with
 //     SIGKILL and started again;
-//   - shrink: n5, then n4 stopped with SIGTERM for good (the nodes the
-//     growth added, whose NATS servers hold no replica of the logs).
+//   - shrink: n1, then n5 stopped with SIGTERM and removed for good
+//     (cellcast remove-node): n1's replica of every log moves to n4 or
+//     n5, then n5's to n4.
 //
 // A phase gives each of its n steps a span of the run, and the run lasts
 // n+1 spans: step k (from 1) starts (k-1/2) spans into it, and not before
@@ -102,12 +103,12 @@ func rollingRun(bin string, keep bool, rate float64, stepSpan time.Duration, kil
 		}}
 	}
 	remove := func(i int) step {
-		return step{"SIGTERM " + c.Nodes[i].ID + " for good", func(st *stepTimes) error {
+		return step{"SIGTERM " + c.Nodes[i].ID + " and remove it", func(st *stepTimes) error {
 			if err := c.StopNode(i, 40*time.Second); err != nil {
 				return err
 			}
 			st.down = st.at(time.Now())
-			return nil
+			return c.Remove(i, 30*time.Second)
 		}}
 	}
 	add := step{"add a node", func(st *stepTimes) error {
@@ -140,7 +141,8 @@ func rollingRun(bin string, keep bool, rate float64, stepSpan time.Duration, kil
 			time.Sleep(rollingPast + time.Second)
 		}
 		if ph.name == "shrink" {
-			ph.steps = []step{remove(4), remove(3)}
+			// n1 holds a replica of every log, n5 of those moved to it.
+			ph.steps = []step{remove(0), remove(4)}
 		}
 		span := time.Duration(len(ph.steps)+1) * stepSpan
 		g, err := workload.New(workload.Config{Seed: int64(k + 1), Ops: int(rate * span.Seconds()), Users: 2000, Rate: rate,
@@ -175,7 +177,10 @@ func rollingRun(bin string, keep bool, rate float64, stepSpan time.Duration, kil
 		}
 		results = append(results, r)
 	}
-	fmt.Println("rolling: every phase's notifications and past results owed arrived exactly once")
+	if err := c.LogsPlaced(3, time.Minute); err != nil {
+		return fmt.Errorf("after the shrink, the logs' replicas: %w", err)
+	}
+	fmt.Println("rolling: every phase's notifications and past results owed arrived exactly once; every log on three current replicas of the nodes left")
 	for _, r := range results {
 		worst := 0.0
 		if len(r.rep.LongestGaps) > 0 {

@@ -1,0 +1,186 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
+
+	cc "github.com/seed84792017/cellcast/client"
+)
+
+func postRemove(t *testing.T, b *Broker, method, node string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://"+b.HTTPAddr()+"/admin/cluster/remove?node="+node, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// misplaced lists the streams not yet on three current replicas, on
+// servers other than gone.
+func misplaced(ctx context.Context, js jetstream.JetStream, gone string) ([]string, error) {
+	var bad []string
+	streams := js.ListStreams(ctx)
+	n := 0
+	for si := range streams.Info() {
+		n++
+		c := si.Cluster
+		if c == nil || c.Leader == "" || c.Leader == gone {
+			bad = append(bad, si.Config.Name+": leader "+fmt.Sprint(c))
+			continue
+		}
+		servers := []string{c.Leader}
+		for _, p := range c.Replicas {
+			if !p.Current || p.Offline {
+				servers = append(servers, p.Name+"(behind)")
+				continue
+			}
+			servers = append(servers, p.Name)
+		}
+		if len(servers) != 3 || slices.Contains(servers, gone) || strings.Contains(strings.Join(servers, " "), "(behind)") {
+			bad = append(bad, si.Config.Name+": "+strings.Join(servers, ","))
+		}
+	}
+	if err := streams.Err(); err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("no streams listed")
+	}
+	return bad, nil
+}
+
+// TestRemoveNode: of four nodes with logs of three replicas, one that
+// held replicas is stopped for good and removed through another. Every
+// log gets its third replica back on the servers left, the meta group
+// counts three servers, so it keeps a leader when one more node stops,
+// and the two left serve every shard. A running node, the node asked,
+// and a node the cluster does not know are refused.
+func TestRemoveNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a four-node cluster")
+	}
+	brokers := startCluster(t, 4, func(c *ClusterConfig) { c.Replicas = 3 })
+	for _, c := range []struct {
+		method, node string
+		status       int
+		says         string
+	}{
+		{http.MethodGet, "n0", http.StatusMethodNotAllowed, "POST"},
+		{http.MethodPost, "", http.StatusBadRequest, "name the node"},
+		{http.MethodPost, "n1", http.StatusConflict, "does not remove itself"},
+		{http.MethodPost, "n0", http.StatusConflict, "n0 is running"},
+		{http.MethodPost, "n9", http.StatusNotFound, "n0, n1, n2, n3"},
+	} {
+		status, body := postRemove(t, brokers[1], c.method, c.node)
+		if status != c.status || !strings.Contains(body, c.says) {
+			t.Errorf("%s remove %q: %d %q, want %d and %q", c.method, c.node, status, body, c.status, c.says)
+		}
+	}
+
+	// n0 holds a replica of some logs: with four servers and three
+	// replicas, every server holds most of them.
+	if err := brokers[0].Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var status int
+	var body string
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		// Until its route is gone, n0 still counts as running; if it led
+		// the meta group, the others elect another leader.
+		status, body = postRemove(t, brokers[1], http.MethodPost, "n0")
+		if (status != http.StatusConflict && status != http.StatusServiceUnavailable) || time.Now().After(end) {
+			break
+		}
+	}
+	if status != http.StatusOK {
+		t.Fatalf("removing the stopped n0: %d %q", status, body)
+	}
+	if status, body := postRemove(t, brokers[2], http.MethodPost, "n0"); status != http.StatusNotFound {
+		t.Errorf("removing n0 again: %d %q, want 404", status, body)
+	}
+
+	js, err := jetstream.New(brokers[1].nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bad []string
+	for end := time.Now().Add(60 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		bad, err = misplaced(ctx, js, "n0")
+		cancel()
+		if err == nil && len(bad) == 0 {
+			break
+		}
+	}
+	if err != nil || len(bad) > 0 {
+		t.Fatalf("logs not moved off n0 onto three current replicas: %v %v", err, bad)
+	}
+	jz, err := brokers[1].ns.Jsz(&server.JSzOptions{})
+	if err != nil || jz.Meta == nil || jz.Meta.Size != 3 {
+		t.Fatalf("meta group after removing n0: %+v %v, want 3 servers", jz.Meta, err)
+	}
+	// The last three now refuse to go below the logs' replicas.
+	if status, body := postRemove(t, brokers[2], http.MethodPost, "n1"); status != http.StatusConflict {
+		t.Errorf("removing a running n1 of three: %d %q, want 409", status, body)
+	}
+
+	// Two of the meta group's three servers are a majority: with n1
+	// stopped too, n2 and n3 keep a meta leader and serve every shard.
+	if err := brokers[1].Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		jz, err := brokers[2].ns.Jsz(&server.JSzOptions{})
+		st2, st3 := brokers[2].node.Status(), brokers[3].node.Status()
+		led := err == nil && jz.Meta != nil && jz.Meta.Leader != "" && jz.Meta.Leader != "n1"
+		if led && len(st2.Unserved) == 0 && st2.Owned+st3.Owned == st2.Shards {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("n2 and n3 without n0 and n1: meta %+v, n2 %+v, n3 %+v", jz.Meta, st2, st3)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var clients []*cc.Client
+	for _, b := range brokers[2:] {
+		c, err := cc.Dial(ctx, wsURL(b), cc.Options{UID: "u", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		clients = append(clients, c)
+	}
+	sub, err := clients[0].Subscribe(ctx, cc.SubscribeRequest{Location: cc.Topic("alerts"), Future: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := clients[1].Publish(ctx, cc.PublishRequest{Location: cc.Topic("alerts/fire"), Expires: time.Minute, Desc: "fire"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case n := <-sub.C:
+		if n.Publication.Desc != "fire" {
+			t.Fatalf("notified of %q, want fire", n.Publication.Desc)
+		}
+	case <-ctx.Done():
+		t.Fatal("no notification on n2 of a publication on n3")
+	}
+}
