@@ -50,6 +50,14 @@ type Memtable struct {
 	count  atomic.Int64
 	size   atomic.Int64
 	rnd    uint64
+	// hint is, at each level, the newest node if it reaches that level,
+	// else the node before it there (or the head): in key order, each
+	// level's hint is at or after the one above. A key greater than the
+	// newest node's starts its search there, so keys added in order (a
+	// table's sequence numbers, an expiry index's times) cost a few
+	// comparisons with nodes in cache, not a descent from the head.
+	// Only the writer uses it.
+	hint [maxHeight]uint32
 }
 
 // New returns an empty memtable holding up to capacity bytes of entries and
@@ -60,6 +68,9 @@ func New(capacity int) *Memtable {
 	m.a.buf[m.head+nodeHeight] = maxHeight
 	m.height.Store(1)
 	m.size.Store(int64(m.a.size()))
+	for lvl := range m.hint {
+		m.hint[lvl] = m.head
+	}
 	return m
 }
 
@@ -131,13 +142,41 @@ func (m *Memtable) findGE(userKey []byte, prev *[maxHeight]uint32) uint32 {
 	return next
 }
 
+// findGEAfterHint is findGE for a key greater than the newest node's. It
+// goes down the hints until the search moves past one: a node it moved to
+// is after the newest one, and so after every lower level's hint too.
+func (m *Memtable) findGEAfterHint(userKey []byte, prev *[maxHeight]uint32) uint32 {
+	x := m.head
+	moved := false
+	var next uint32
+	for lvl := int(m.height.Load()) - 1; lvl >= 0; lvl-- {
+		if !moved {
+			x = m.hint[lvl]
+		}
+		for {
+			next = m.next(x, lvl)
+			if next == 0 || bytes.Compare(m.key(next), userKey) >= 0 {
+				break
+			}
+			x, moved = next, true
+		}
+		prev[lvl] = x
+	}
+	return next
+}
+
 // Add inserts an entry. Sequence numbers must increase from call to call:
 // a new entry is always the newest version of its key. It returns ErrFull,
 // changing nothing, when the entry does not fit.
 func (m *Memtable) Add(seq uint64, kind base.Kind, key, value []byte) error {
 	m.filter.add(key)
 	var prev [maxHeight]uint32
-	first := m.findGE(key, &prev)
+	var first uint32
+	if newest := m.hint[0]; newest != m.head && bytes.Compare(m.key(newest), key) < 0 {
+		first = m.findGEAfterHint(key, &prev)
+	} else {
+		first = m.findGE(key, &prev)
+	}
 	a := m.a
 	if kind == base.KindMerge && first != 0 && m.kind(first) == base.KindMerge && bytes.Equal(m.key(first), key) {
 		// Append in place: publish the new chain head atomically.
@@ -198,6 +237,10 @@ func (m *Memtable) Add(seq uint64, kind base.Kind, key, value []byte) error {
 		link := uint32(nodeTower + 4*lvl)
 		*a.u32(n + link) = a.load32(prev[lvl] + link)
 		a.store32(prev[lvl]+link, n)
+		m.hint[lvl] = n
+	}
+	for lvl := h; lvl < int(m.height.Load()); lvl++ {
+		m.hint[lvl] = prev[lvl]
 	}
 	m.count.Add(1)
 	m.size.Store(int64(a.size()))

@@ -2,8 +2,10 @@ package memtable
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -35,32 +37,97 @@ func TestIterMatchesSortedModel(t *testing.T) {
 		}
 		model = append(model, entry{base.MakeKey(k, seq, kind), v})
 	}
+	checkModel(t, m, model, rng)
+}
+
+// checkModel checks that m holds exactly model's entries, in internal-key
+// order, and that SeekGE finds the first entry of any key at or after a
+// target.
+func checkModel(t *testing.T, m *Memtable, model []entry, rng *rand.Rand) {
+	t.Helper()
 	sort.Slice(model, func(i, j int) bool { return base.Compare(model[i].key, model[j].key) < 0 })
 	it := m.NewIter()
 	i := 0
 	for it.First(); it.Valid(); it.Next() {
-		if base.Compare(it.Key(), model[i].key) != 0 || string(it.Value()) != model[i].value {
-			t.Fatalf("entry %d: got %s=%q want %s=%q", i, it.Key(), it.Value(), model[i].key, model[i].value)
+		if i >= len(model) || base.Compare(it.Key(), model[i].key) != 0 || string(it.Value()) != model[i].value {
+			t.Fatalf("entry %d: got %s=%q", i, it.Key(), it.Value())
 		}
 		i++
 	}
 	if i != len(model) || m.Len() != int64(len(model)) {
 		t.Fatalf("iterated %d, Len %d, want %d", i, m.Len(), len(model))
 	}
-	// SeekGE lands on the newest entry of the first key >= target.
+	// Every level is a sorted list, or searches skip past entries.
+	for lvl := 0; lvl < int(m.height.Load()); lvl++ {
+		for x := m.next(m.head, lvl); x != 0; x = m.next(x, lvl) {
+			y := m.next(x, lvl)
+			if y == 0 {
+				break
+			}
+			if c := bytes.Compare(m.key(x), m.key(y)); c > 0 || (c == 0 && *m.a.u64(x + nodeSeq) < *m.a.u64(y + nodeSeq)) {
+				t.Fatalf("level %d: %q#%d before %q#%d", lvl, m.key(x), *m.a.u64(x + nodeSeq), m.key(y), *m.a.u64(y + nodeSeq))
+			}
+		}
+	}
 	for trial := 0; trial < 500; trial++ {
-		target := []byte(fmt.Sprintf("k%03d", rng.Intn(310)))
+		target := model[rng.Intn(len(model))].key.UserKey
+		if rng.Intn(2) == 0 {
+			target = append(slices.Clone(target), byte(rng.Intn(256)))
+		}
 		j := sort.Search(len(model), func(j int) bool { return bytes.Compare(model[j].key.UserKey, target) >= 0 })
 		it.SeekGE(target)
 		if j == len(model) {
 			if it.Valid() {
-				t.Fatalf("seek %s: want end, got %s", target, it.Key())
+				t.Fatalf("seek %q: want end, got %s", target, it.Key())
 			}
 			continue
 		}
 		if !it.Valid() || base.Compare(it.Key(), model[j].key) != 0 {
-			t.Fatalf("seek %s: want %s", target, model[j].key)
+			t.Fatalf("seek %q: want %s", target, model[j].key)
 		}
+	}
+}
+
+// Keys added in runs, ascending, descending, repeated or at random, as a
+// search that starts at the newest node (findGEAfterHint) and one that
+// starts at the head take turns: the memtable holds exactly what was
+// added, in order.
+func TestRunsMatchSortedModel(t *testing.T) {
+	for seed := int64(1); seed <= 20; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		m := New(4 << 20)
+		var model []entry
+		k := uint64(rng.Intn(1000))
+		mode := 0
+		for seq := uint64(1); seq <= 8000; seq++ {
+			if rng.Intn(50) == 0 {
+				mode = rng.Intn(4)
+			}
+			switch mode {
+			case 0: // ascending, with gaps a later run may fill
+				k += 1 + uint64(rng.Intn(3))*uint64(rng.Intn(2))*7
+			case 1:
+				k -= uint64(rng.Intn(5))
+			case 2: // the same key, or its neighbour
+				k += uint64(rng.Intn(2))
+			default:
+				k = uint64(rng.Intn(100000))
+			}
+			key := fmt.Appendf(nil, "%012d", k)
+			if rng.Intn(4) == 0 { // a longer key after its prefix
+				key = append(key, 'x')
+			}
+			kind := base.Kind(rng.Intn(3))
+			v := fmt.Sprintf("v%d", seq)
+			if kind == base.KindDelete {
+				v = ""
+			}
+			if err := m.Add(seq, kind, key, []byte(v)); err != nil {
+				t.Fatal(err)
+			}
+			model = append(model, entry{base.MakeKey(key, seq, kind), v})
+		}
+		checkModel(t, m, model, rng)
 	}
 }
 
@@ -209,4 +276,29 @@ func TestFilterFalsePositivesAtDesignLoad(t *testing.T) {
 		t.Fatalf("%d false positives of 100000", fp)
 	}
 	t.Logf("%d false positives of 100000", fp)
+}
+
+// BenchmarkAdd adds 16-byte keys with 100-byte values to a memtable of
+// 64 MiB, in order (a table keyed by sequence number) and at random.
+func BenchmarkAdd(b *testing.B) {
+	val := make([]byte, 100)
+	for _, order := range []string{"ascending", "random"} {
+		b.Run(order, func(b *testing.B) {
+			rng := rand.New(rand.NewSource(1))
+			m := New(64 << 20)
+			key := make([]byte, 16)
+			for i := 0; b.Loop(); i++ {
+				k := uint64(i)
+				if order == "random" {
+					k = rng.Uint64()
+				}
+				binary.BigEndian.PutUint64(key[8:], k)
+				if m.Add(uint64(i+1), base.KindSet, key, val) == ErrFull {
+					b.StopTimer()
+					m = New(64 << 20)
+					b.StartTimer()
+				}
+			}
+		})
+	}
 }
