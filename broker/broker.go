@@ -57,12 +57,12 @@ type Config struct {
 	// TLSCert and TLSKey (PEM files) turn on TLS for HTTP and WebSocket
 	// and for the embedded NATS server's clients.
 	TLSCert, TLSKey string
-	// MetricsAddr serves /metrics and /debug/pprof/ on a listener of their
-	// own. Empty: on the HTTP address, but only if that is loopback or
+	// MetricsAddr serves /metrics, /admin/ and /debug/pprof/ on a listener
+	// of their own. Empty: on the HTTP address, but only if that is loopback or
 	// MetricsToken is set.
 	MetricsAddr string
-	// MetricsToken, when set, is required as a bearer token on /metrics
-	// and /debug/pprof/.
+	// MetricsToken, when set, is required as a bearer token on /metrics,
+	// /admin/ and /debug/pprof/.
 	MetricsToken string
 	// NATSRequireIsolation refuses to start when an external NATS server
 	// lets a client without credentials read other users' replies or
@@ -408,7 +408,7 @@ func (b *Broker) routes() *http.ServeMux {
 	return mux
 }
 
-// operatorRoutes are /metrics, /admin/backup and, with Pprof,
+// operatorRoutes are /metrics, /admin/backup, /admin/cluster/remove and, with Pprof,
 // /debug/pprof/: behind the metrics token when there is one.
 func (b *Broker) operatorRoutes(mux *http.ServeMux, reg *prometheus.Registry) {
 	h := http.NewServeMux()

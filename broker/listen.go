@@ -161,7 +161,7 @@ func (b *Broker) listen(reg *prometheus.Registry, tlsConf *tls.Config) error {
 	case loopback(b.cfg.HTTPAddr) || b.cfg.MetricsToken != "":
 		b.operatorRoutes(mux, reg)
 	default:
-		b.log.Warn("/metrics and /debug are not served on a non-loopback HTTP address without a token: give --metrics-listen or --metrics-token")
+		b.log.Warn("/metrics, /debug and /admin (backups, removing a cluster node) are not served on a non-loopback HTTP address without a token: give --metrics-listen or --metrics-token")
 	}
 	// WriteTimeout bounds a whole HTTP reply, /debug/pprof/profile too
 	// when it shares this listener (ask for ?seconds= below it); the

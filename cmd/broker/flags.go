@@ -37,7 +37,7 @@ func brokerFlags() (*flag.FlagSet, *settings) {
 	fs.StringVar(&s.c.DataDir, "data", "./data", "directory of the store (created if missing)")
 	fs.StringVar(&s.c.HTTPAddr, "http", "127.0.0.1:8080", "address of the HTTP API, WebSocket /ws, /healthz, /readyz and the demo page /; also /metrics and /debug when it is loopback or --metrics-token is set, unless --metrics-listen moves them")
 	fs.StringVar(&s.c.MetricsAddr, "metrics-listen", "", "address of a listener of its own for /metrics and /debug/pprof/ (keep it on loopback or give --metrics-token)")
-	fs.StringVar(&s.c.MetricsToken, "metrics-token", "", "bearer token required on /metrics and /debug/pprof/ (prefer the environment variable: a flag shows in ps)")
+	fs.StringVar(&s.c.MetricsToken, "metrics-token", "", "bearer token required on /metrics, /admin/ and /debug/pprof/ (prefer the environment variable: a flag shows in ps)")
 	fs.StringVar(&s.c.TLSCert, "tls-cert", "", "PEM certificate (chain) for TLS on HTTP, WebSocket and the embedded NATS server; with --tls-key")
 	fs.StringVar(&s.c.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
 	fs.DurationVar(&s.c.HTTP.ReadHeaderTimeout, "http-header-timeout", 10*time.Second, "how long a client may take to send a request's headers")
