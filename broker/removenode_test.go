@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	cc "github.com/seed84792017/cellcast/client"
@@ -93,6 +95,18 @@ func TestRemoveNode(t *testing.T) {
 			t.Errorf("%s remove %q: %d %q, want %d and %q", c.method, c.node, status, body, c.status, c.says)
 		}
 	}
+
+	// A NATS client of the node, not in the system account, cannot ask
+	// JetStream to remove a server.
+	nc, err := nats.Connect(brokers[1].ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := json.Marshal(server.JSApiMetaServerRemoveRequest{Server: "n2"})
+	if msg, err := nc.Request(server.JSApiRemoveServer, req, time.Second); err == nil {
+		t.Fatalf("a client's peer-remove was answered: %s", msg.Data)
+	}
+	nc.Close()
 
 	// n0 holds a replica of some logs: with four servers and three
 	// replicas, every server holds most of them.
