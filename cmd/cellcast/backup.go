@@ -10,15 +10,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 )
 
 // backup fetches an online checkpoint of a broker's store from its
 // /admin/backup endpoint and unpacks it into a new data directory.
 func backup(ctx context.Context, args []string, e env, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("backup", flag.ContinueOnError)
-	admin := fs.String("admin", "http://127.0.0.1:8080", "where the broker serves /metrics: its --http address, or --metrics-listen's")
-	token := fs.String("metrics-token", "", "the broker's --metrics-token, when it has one")
+	admin, token := adminFlags(fs)
 	out := fs.String("out", "", "the data directory to create (it must not exist); start a broker on it with broker --data DIR")
 	if code, ok := parse(fs, args, e, stdout, stderr); !ok {
 		return code
@@ -31,7 +29,7 @@ func backup(ctx context.Context, args []string, e env, stdout, stderr io.Writer)
 		fmt.Fprintf(stderr, "cellcast backup: %s exists: give a directory that does not\n", *out)
 		return 2
 	}
-	files, bytes, err := fetchBackup(ctx, strings.TrimSuffix(*admin, "/")+"/admin/backup", *token, *out)
+	files, bytes, err := fetchBackup(ctx, *admin, *token, *out)
 	if err != nil {
 		return fail(stderr, "backup", err)
 	}
@@ -39,26 +37,15 @@ func backup(ctx context.Context, args []string, e env, stdout, stderr io.Writer)
 	return 0
 }
 
-// fetchBackup unpacks the tar at url into a temporary directory beside
-// dir and renames it to dir once complete, so a failure leaves nothing
-// that looks like a data directory.
-func fetchBackup(ctx context.Context, url, token, dir string) (files int, size int64, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, 0, err
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
+// fetchBackup unpacks the tar of admin's /admin/backup into a temporary
+// directory beside dir and renames it to dir once complete, so a failure
+// leaves nothing that looks like a data directory.
+func fetchBackup(ctx context.Context, admin, token, dir string) (files int, size int64, err error) {
+	resp, err := callAdmin(ctx, http.MethodGet, admin, "/admin/backup", token)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		return 0, 0, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(msg)))
-	}
 	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(dir)), "."+filepath.Base(dir)+".partial-")
 	if err != nil {
 		return 0, 0, err
