@@ -256,9 +256,15 @@ func (b *Broker) serveClusterz(w http.ResponseWriter, _ *http.Request) {
 		Shards   int      `json:"shards"`
 		Owned    int      `json:"owned"`
 		Unserved []string `json:"unserved"`
-	}{b.cfg.Cluster.Node, st.Looked, st.Shards, st.Owned, st.Unserved}
+		// Servers are the JetStream meta group's, with an embedded server:
+		// one stopped for good stays there, down, until it is removed.
+		Servers []metaServer `json:"servers,omitempty"`
+	}{Node: b.cfg.Cluster.Node, Looked: st.Looked, Shards: st.Shards, Owned: st.Owned, Unserved: st.Unserved}
 	if body.Unserved == nil {
 		body.Unserved = []string{}
+	}
+	if b.ns != nil {
+		body.Servers, _, _, _ = b.metaGroup()
 	}
 	w.Header().Set("Content-Type", "application/json")
 	if !st.Looked || len(st.Unserved) > 0 {

@@ -96,41 +96,70 @@ func (b *Broker) removeNode(node string) error {
 	return nil
 }
 
+// metaServer is a server of the JetStream cluster as /clusterz shows it:
+// up when this node's server has a route to it (or it is this node's).
+type metaServer struct {
+	Name string `json:"name"`
+	Up   bool   `json:"up"`
+}
+
+// metaGroup is the embedded server's view of the JetStream meta group:
+// its servers, sorted, its leader ("" while it elects one) and its size.
+func (b *Broker) metaGroup() (servers []metaServer, leader string, size int, err error) {
+	rz, err := b.ns.Routez(&server.RoutezOptions{})
+	if err != nil {
+		return nil, "", 0, err
+	}
+	routed := map[string]bool{b.cfg.Cluster.Node: true}
+	for _, r := range rz.Routes {
+		routed[r.RemoteName] = true
+	}
+	jz, err := b.ns.Jsz(&server.JSzOptions{})
+	if err != nil {
+		return nil, "", 0, err
+	}
+	if jz.Meta == nil {
+		return nil, "", 0, nil
+	}
+	servers = append(servers, metaServer{b.cfg.Cluster.Node, true})
+	for _, p := range jz.Meta.Replicas {
+		servers = append(servers, metaServer{p.Name, routed[p.Name]})
+	}
+	slices.SortFunc(servers, func(a, b metaServer) int { return strings.Compare(a.Name, b.Name) })
+	return servers, jz.Meta.Leader, jz.Meta.Size, nil
+}
+
 // checkRemovable refuses a node that is running (its server has a route
 // to this one), one the meta group does not know, and one whose removal
 // would leave fewer servers than each log has replicas.
 func (b *Broker) checkRemovable(node string) error {
-	rz, err := b.ns.Routez(&server.RoutezOptions{})
+	servers, leader, size, err := b.metaGroup()
 	if err != nil {
 		return err
 	}
-	for _, r := range rz.Routes {
-		if r.RemoteName == node {
-			return &removeError{http.StatusConflict, fmt.Sprintf("%s is running: stop it first (SIGTERM), then wait for /clusterz to answer 200", node)}
+	if servers == nil {
+		return &removeError{http.StatusServiceUnavailable, "JetStream's meta group is not up on this node yet: try again"}
+	}
+	i := slices.IndexFunc(servers, func(s metaServer) bool { return s.Name == node })
+	if i < 0 {
+		var names []string
+		for _, s := range servers {
+			names = append(names, s.Name)
 		}
+		return &removeError{http.StatusNotFound, fmt.Sprintf("%s is not a server of the JetStream cluster (its servers: %s)", node, strings.Join(names, ", "))}
 	}
-	jz, err := b.ns.Jsz(&server.JSzOptions{})
-	if err != nil {
-		return err
+	if servers[i].Up {
+		return &removeError{http.StatusConflict, fmt.Sprintf("%s is running: stop it first (SIGTERM), then wait for /clusterz to answer 200", node)}
 	}
-	if jz.Meta == nil || jz.Meta.Leader == "" || jz.Meta.Leader == node {
+	if leader == "" || leader == node {
 		// A stopped leader's followers elect another within a few seconds.
 		return &removeError{http.StatusServiceUnavailable, "the JetStream cluster has no meta leader now: try again once it has one"}
-	}
-	var members []string
-	for _, p := range jz.Meta.Replicas {
-		members = append(members, p.Name)
-	}
-	if !slices.Contains(members, node) {
-		members = append(members, b.cfg.Cluster.Node)
-		slices.Sort(members)
-		return &removeError{http.StatusNotFound, fmt.Sprintf("%s is not a server of the JetStream cluster (its servers: %s)", node, strings.Join(members, ", "))}
 	}
 	replicas := b.cfg.Cluster.Replicas
 	if replicas == 0 {
 		replicas = 3
 	}
-	if left := jz.Meta.Size - 1; left < replicas {
+	if left := size - 1; left < replicas {
 		return &removeError{http.StatusConflict, fmt.Sprintf("removing %s would leave %d servers for logs of %d replicas: add a node first", node, left, replicas)}
 	}
 	return nil

@@ -110,8 +110,21 @@ func TestRemoveNode(t *testing.T) {
 
 	// n0 holds a replica of some logs: with four servers and three
 	// replicas, every server holds most of them.
+	if _, z := clusterStatus(t, brokers[1], "/clusterz"); fmt.Sprint(z["servers"]) != "[map[name:n0 up:true] map[name:n1 up:true] map[name:n2 up:true] map[name:n3 up:true]]" {
+		t.Errorf("/clusterz of four: %v", z["servers"])
+	}
 	if err := brokers[0].Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	// Stopped, not removed: still a server of the meta group, down.
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		_, z := clusterStatus(t, brokers[1], "/clusterz")
+		if fmt.Sprint(z["servers"]) == "[map[name:n0 up:false] map[name:n1 up:true] map[name:n2 up:true] map[name:n3 up:true]]" {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("/clusterz with n0 stopped: %v", z["servers"])
+		}
 	}
 	var status int
 	var body string
@@ -125,6 +138,9 @@ func TestRemoveNode(t *testing.T) {
 	}
 	if status != http.StatusOK {
 		t.Fatalf("removing the stopped n0: %d %q", status, body)
+	}
+	if _, z := clusterStatus(t, brokers[1], "/clusterz"); fmt.Sprint(z["servers"]) != "[map[name:n1 up:true] map[name:n2 up:true] map[name:n3 up:true]]" {
+		t.Errorf("/clusterz after removing n0: %v", z["servers"])
 	}
 	if status, body := postRemove(t, brokers[2], http.MethodPost, "n0"); status != http.StatusNotFound {
 		t.Errorf("removing n0 again: %d %q, want 404", status, body)
