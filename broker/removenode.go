@@ -11,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+
+	"github.com/seed84792017/cellcast/cluster"
 )
 
 // removeError is why a node cannot be removed, with the HTTP status that
@@ -129,9 +131,10 @@ func (b *Broker) metaGroup() (servers []metaServer, leader string, size int, err
 	return servers, jz.Meta.Leader, jz.Meta.Size, nil
 }
 
-// checkRemovable refuses a node that is running (its server has a route
-// to this one), one the meta group does not know, and one whose removal
-// would leave fewer servers than each log has replicas.
+// checkRemovable refuses a node the meta group does not know, one that is
+// running (its server has a route to this one), any while the meta group
+// has no leader, and one whose removal would leave fewer servers than
+// each log has replicas.
 func (b *Broker) checkRemovable(node string) error {
 	servers, leader, size, err := b.metaGroup()
 	if err != nil {
@@ -157,7 +160,7 @@ func (b *Broker) checkRemovable(node string) error {
 	}
 	replicas := b.cfg.Cluster.Replicas
 	if replicas == 0 {
-		replicas = 3
+		replicas = cluster.DefaultReplicas
 	}
 	if left := size - 1; left < replicas {
 		return &removeError{http.StatusConflict, fmt.Sprintf("removing %s would leave %d servers for logs of %d replicas: add a node first", node, left, replicas)}

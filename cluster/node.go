@@ -108,6 +108,10 @@ type Node struct {
 // runs lost no lease to a node that was only slow.
 const DefaultLeaseTTL = time.Second
 
+// DefaultReplicas is how many replicas each log and bucket has: the size
+// of the smallest cluster that survives the loss of a node.
+const DefaultReplicas = 3
+
 // newNode is a node of cfg in a new life, not yet joined.
 func newNode(cfg Config, lim subscriptions.Limits) *Node {
 	n := &Node{cfg: cfg, log: cfg.Log.With("node", cfg.ID), nc: cfg.NC, limits: lim, owned: map[string]*owner{},
@@ -130,7 +134,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, errors.New("cluster: Config.Encode is required")
 	}
 	if cfg.Replicas == 0 {
-		cfg.Replicas = 3
+		cfg.Replicas = DefaultReplicas
 	}
 	if cfg.LeaseTTL == 0 {
 		cfg.LeaseTTL = DefaultLeaseTTL
