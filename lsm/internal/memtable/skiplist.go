@@ -54,7 +54,7 @@ type Memtable struct {
 	// else the node before it there (or the head): in key order, each
 	// level's hint is at or after the one above. A key greater than the
 	// newest node's starts its search there, so keys added in order (a
-	// table's sequence numbers, an expiry index's times) cost a few
+	// sequential load, a store keyed by time alone) cost a few
 	// comparisons with nodes in cache, not a descent from the head.
 	// Only the writer uses it.
 	hint [maxHeight]uint32
