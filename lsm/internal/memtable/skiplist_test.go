@@ -26,18 +26,24 @@ func TestIterMatchesSortedModel(t *testing.T) {
 	m := New(1 << 20)
 	var model []entry
 	for seq := uint64(1); seq <= 5000; seq++ {
-		k := []byte(fmt.Sprintf("k%03d", rng.Intn(300)))
-		kind := base.Kind(rng.Intn(3))
-		v := fmt.Sprintf("v%d", seq)
-		if kind == base.KindDelete {
-			v = ""
-		}
-		if err := m.Add(seq, kind, k, []byte(v)); err != nil {
-			t.Fatal(err)
-		}
-		model = append(model, entry{base.MakeKey(k, seq, kind), v})
+		model = addRandomKind(t, rng, m, model, seq, []byte(fmt.Sprintf("k%03d", rng.Intn(300))))
 	}
 	checkModel(t, m, model, rng)
+}
+
+// addRandomKind adds key to m at seq as a set, a delete or a merge, and
+// to the model.
+func addRandomKind(t *testing.T, rng *rand.Rand, m *Memtable, model []entry, seq uint64, key []byte) []entry {
+	t.Helper()
+	kind := base.Kind(rng.Intn(3))
+	v := fmt.Sprintf("v%d", seq)
+	if kind == base.KindDelete {
+		v = ""
+	}
+	if err := m.Add(seq, kind, key, []byte(v)); err != nil {
+		t.Fatal(err)
+	}
+	return append(model, entry{base.MakeKey(key, seq, kind), v})
 }
 
 // checkModel checks that m holds exactly model's entries, in internal-key
@@ -117,15 +123,7 @@ func TestRunsMatchSortedModel(t *testing.T) {
 			if rng.Intn(4) == 0 { // a longer key after its prefix
 				key = append(key, 'x')
 			}
-			kind := base.Kind(rng.Intn(3))
-			v := fmt.Sprintf("v%d", seq)
-			if kind == base.KindDelete {
-				v = ""
-			}
-			if err := m.Add(seq, kind, key, []byte(v)); err != nil {
-				t.Fatal(err)
-			}
-			model = append(model, entry{base.MakeKey(key, seq, kind), v})
+			model = addRandomKind(t, rng, m, model, seq, key)
 		}
 		checkModel(t, m, model, rng)
 	}
