@@ -45,7 +45,12 @@
 // contract with it, and package protocol, which the broker's gateway
 // uses too, spells its ops, codes, reasons, fields and subjects.
 //
+// Requests sent together on a WebSocket leave together: the sender that
+// finds no write under way writes every frame queued meanwhile, each burst
+// in one write(2) (burst.go).
+//
 // Locks: Client.mu (the connection, pending calls, subscriptions) before
-// Subscription.mu (its queue). wsConn.wmu (writes) and natsConn.mu (its
-// subscriptions) are taken alone.
+// Subscription.mu (its queue). wsConn.wmu (writes) before wsConn.qmu (the
+// queue of frames) and before heldConn.mu (a burst's bytes), which are not
+// nested; natsConn.mu (its subscriptions) is taken alone.
 package client

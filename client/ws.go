@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -29,11 +30,21 @@ type transport interface {
 
 // wsConn is one WebSocket connection; the client dials a new one when it
 // drops.
+//
+// A request is queued and written by the sender that finds no write under
+// way: it writes every frame queued until none is, each burst in one
+// write(2) (heldConn). At low load that is each sender writing its own
+// frame at once; with requests in flight the others only queue theirs.
 type wsConn struct {
 	ws      *websocket.Conn
+	nc      *heldConn
 	bin     bool // EncodingCBOR: binary frames of CBOR both ways
 	timeout time.Duration
-	wmu     sync.Mutex // serializes writes
+	wmu     sync.Mutex // serializes writes; taken before qmu
+
+	qmu     sync.Mutex // guards queue and writing
+	queue   [][]byte   // frames waiting for the writer
+	writing bool       // a sender is writing the queue
 }
 
 // Dial connects to a broker's WebSocket endpoint, such as
@@ -60,7 +71,16 @@ func Dial(ctx context.Context, url string, opts Options) (*Client, error) {
 // dialWS connects and starts the connection's reader.
 func dialWS(ctx context.Context, c *Client, url string) (*wsConn, error) {
 	o := &c.opts
-	d := websocket.Dialer{ReadBufferSize: 64 << 10, WriteBufferSize: 16 << 10, HandshakeTimeout: 10 * time.Second}
+	var nc *heldConn
+	d := websocket.Dialer{ReadBufferSize: 64 << 10, WriteBufferSize: 16 << 10, HandshakeTimeout: 10 * time.Second,
+		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			nc = &heldConn{Conn: c}
+			return nc, nil
+		}}
 	bin := o.Encoding == EncodingCBOR
 	if bin {
 		d.Subprotocols = []string{subprotocolCBOR}
@@ -84,7 +104,7 @@ func dialWS(ctx context.Context, c *Client, url string) (*wsConn, error) {
 		ws.Close()
 		return nil, fmt.Errorf("%w: %s does not speak %s", ErrProtocol, url, subprotocolCBOR)
 	}
-	cn := &wsConn{ws: ws, bin: bin, timeout: o.WriteTimeout}
+	cn := &wsConn{ws: ws, nc: nc, bin: bin, timeout: o.WriteTimeout}
 	c.readers.Add(1)
 	go func() {
 		defer c.readers.Done()
@@ -109,21 +129,68 @@ func refusal(body []byte) error {
 	return &Error{Code: ErrUnauthorized.Code, Message: string(bytes.TrimSpace(body))}
 }
 
-// send writes one frame. A failed write closes the connection, so the
-// reader sees the loss and the client reconnects.
+// send queues one frame, and writes the queue unless another sender is
+// writing it. A failed write closes the connection, so the reader sees
+// the loss, fails the calls in flight and the client reconnects.
 func (cn *wsConn) send(_ string, b []byte) error {
+	cn.qmu.Lock()
+	cn.queue = append(cn.queue, b)
+	if cn.writing {
+		cn.qmu.Unlock()
+		return nil
+	}
+	cn.writing = true
+	cn.qmu.Unlock()
+	return cn.drain()
+}
+
+// drain writes queued frames, a burst at a time, until none is left.
+func (cn *wsConn) drain() error {
 	cn.wmu.Lock()
 	defer cn.wmu.Unlock()
+	var burst [][]byte
+	for {
+		cn.qmu.Lock()
+		burst, cn.queue = cn.queue, burst[:0]
+		if len(burst) == 0 {
+			cn.writing = false
+			cn.qmu.Unlock()
+			return nil
+		}
+		cn.qmu.Unlock()
+		err := cn.writeBurst(burst)
+		clear(burst)
+		if err != nil {
+			cn.ws.Close()
+			cn.qmu.Lock()
+			cn.queue, cn.writing = nil, false
+			cn.qmu.Unlock()
+			return err
+		}
+	}
+}
+
+// writeBurst writes frames, at most maxBurst bytes to a write(2).
+func (cn *wsConn) writeBurst(frames [][]byte) error {
 	cn.ws.SetWriteDeadline(time.Now().Add(cn.timeout))
 	mt := websocket.TextMessage
 	if cn.bin {
 		mt = websocket.BinaryMessage
 	}
-	err := cn.ws.WriteMessage(mt, b)
-	if err != nil {
-		cn.ws.Close()
+	cn.nc.start()
+	for _, b := range frames {
+		if err := cn.ws.WriteMessage(mt, b); err != nil {
+			cn.nc.release()
+			return err
+		}
+		if cn.nc.held() >= maxBurst {
+			if err := cn.nc.release(); err != nil {
+				return err
+			}
+			cn.nc.start()
+		}
 	}
-	return err
+	return cn.nc.release()
 }
 
 func (cn *wsConn) close() error {
