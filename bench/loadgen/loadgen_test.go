@@ -293,3 +293,29 @@ func TestRouteKeepsCompleteness(t *testing.T) {
 		t.Fatal("Route with NATS publishers was accepted")
 	}
 }
+
+// A connection takes a task only once its window has room: the task stays
+// shared (and unstamped) while every place is in flight.
+func TestATaskWaitsForRoomInTheWindow(t *testing.T) {
+	c := &wsConn{r: &run{}, tasks: make(chan task, 4), window: make(chan struct{}, 1)}
+	c.window <- struct{}{} // a request in flight fills the window
+	c.tasks <- task{index: 7}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // serve skips what it takes: no broker needed
+	done := make(chan struct{})
+	go c.serve(ctx, func() { close(done) })
+	time.Sleep(50 * time.Millisecond)
+	if len(c.tasks) != 1 {
+		t.Fatal("a task was taken while the window was full")
+	}
+	<-c.window // its reply came
+	close(c.tasks)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not end")
+	}
+	if len(c.tasks) != 0 || len(c.window) != 0 {
+		t.Fatalf("%d tasks left, %d places held, want none", len(c.tasks), len(c.window))
+	}
+}

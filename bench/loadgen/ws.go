@@ -73,30 +73,40 @@ func closeAll(cs []*wsConn) {
 }
 
 // serve sends the connection's tasks until they end, waits for their
-// replies and calls done.
+// replies and calls done. It takes a task only once the window has room
+// for it: a closed-loop request is stamped as it goes, as NATS core's
+// peer stamps its publications, and a task shared among connections goes
+// to one that can send it now.
 func (c *wsConn) serve(ctx context.Context, done func()) {
 	defer done()
-	for t := range c.tasks {
-		if ctx.Err() != nil {
+	for {
+		c.window <- struct{}{}
+		t, ok := <-c.tasks
+		if !ok {
+			<-c.window
+			break
+		}
+		switch {
+		case ctx.Err() != nil:
+			<-c.window
 			if !t.cut {
 				c.r.finished()
 			}
-			continue
-		}
-		if t.cut {
+		case t.cut:
+			<-c.window
 			c.cut()
-			continue
+		default:
+			c.do(t)
 		}
-		c.do(t)
 	}
 	c.wg.Wait()
 }
 
-// do sends an operation; its reply is filed on a goroutine of its own.
+// do sends an operation, holding a place in the window; its reply is
+// filed on a goroutine of its own, which gives the place back.
 func (c *wsConn) do(t task) {
 	t.sent()
 	c.r.sent.Add(1)
-	c.window <- struct{}{}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
