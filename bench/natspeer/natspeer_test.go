@@ -162,8 +162,14 @@ func TestRunCountsEveryNotification(t *testing.T) {
 		}
 		// Publishers run beside the subscribers, so a pair arrives once or,
 		// its subscription not yet in place, not at all; never twice.
-		if rep.Notifications > want || rep.Notifications == 0 {
-			t.Fatalf("ahead %d: %d notifications, want at most %d and some", ahead, rep.Notifications, want)
+		if rep.Notifications > want {
+			t.Fatalf("ahead %d: %d notifications, want at most %d", ahead, rep.Notifications, want)
+		}
+		// Unbounded, every publication may go before any subscription is
+		// in place (it did on a loaded machine); kept within 16 operations,
+		// the last publications wait for the subscriptions' answers.
+		if ahead > 0 && rep.Notifications == 0 {
+			t.Fatalf("ahead %d: no notification, want some of %d", ahead, want)
 		}
 	}
 }
