@@ -32,6 +32,16 @@ type walWriter struct {
 	closed bool
 	// written and synced are the log offsets the OS and the disk hold.
 	written, synced atomic.Int64
+	// syncing is the DB's: set by the first commit that waits for a sync.
+	// From then on each log is preallocated (prealloc, below).
+	syncing *atomic.Bool
+	// prealloc: the log is written over zeros written and synced ahead of
+	// it, through zeroed, after a record.Writer.MarkPreallocated, so that
+	// its syncs are fdatasyncs that commit no new file size. Every flush
+	// then syncs, at most record.PreallocWindow bytes at a time. Guarded
+	// by flushMu.
+	prealloc bool
+	zeroed   int64
 	// A waiter that finds its offset not yet written (or synced) leads: it
 	// flushes for everyone, while the others wait for leaderDone and look
 	// again, all at once. Waiting on flushMu instead woke them one by one,
@@ -55,7 +65,7 @@ func (d *DB) createWAL(num uint64) (*walWriter, error) {
 		f.Close()
 		return nil, err
 	}
-	l := &walWriter{num: num, f: f, w: record.NewWriter(f), spare: make([]byte, 0, 64<<10), kick: make(chan struct{}, 1), done: make(chan struct{}),
+	l := &walWriter{num: num, f: f, w: record.NewWriter(f), spare: make([]byte, 0, 64<<10), kick: make(chan struct{}, 1), done: make(chan struct{}), syncing: &d.walSyncing,
 		onError: func(err error) {
 			d.mu.Lock()
 			d.setBgErrLocked(fmt.Errorf("WAL write: %w", err))
@@ -94,24 +104,101 @@ func (l *walWriter) flushLocked(sync bool) error {
 	if l.err != nil || l.closed {
 		return l.err
 	}
-	l.mu.Lock()
-	end := l.w.Size()
-	data := l.w.Take(l.spare)
-	l.mu.Unlock()
-	if len(data) > 0 {
-		if _, err := l.f.Write(data); err != nil {
+	if !l.prealloc && l.syncing.Load() {
+		if err := l.startPrealloc(); err != nil {
 			l.err = err
 			return err
 		}
 	}
+	l.mu.Lock()
+	end := l.w.Size()
+	data := l.w.Take(l.spare)
+	l.mu.Unlock()
+	var err error
+	if l.prealloc {
+		err = l.writePrealloc(data, end)
+	} else {
+		err = l.writeAppend(data, end, sync)
+	}
 	l.spare = data
+	if err != nil {
+		l.err = err
+	}
+	return err
+}
+
+// writeAppend writes data, which ends the log at end, after what the file
+// holds, and fsyncs it if sync.
+func (l *walWriter) writeAppend(data []byte, end int64, sync bool) error {
+	if len(data) > 0 {
+		if _, err := l.f.Write(data); err != nil {
+			return err
+		}
+	}
 	l.written.Store(end)
 	if sync {
 		if err := l.f.Sync(); err != nil {
-			l.err = err
 			return err
 		}
 		l.synced.Store(end)
+	}
+	return nil
+}
+
+// walZeroChunk is how far at a time a preallocated log's zeros reach
+// ahead: each step costs one sync that commits a new file size.
+const walZeroChunk = 1 << 20
+
+var walZeros = sync.OnceValue(func() []byte { return make([]byte, walZeroChunk) })
+
+// startPrealloc syncs what the log holds, then its preallocation mark and
+// the first zeros, by appending (a crash leaves a prefix of them), so that
+// both are on disk before anything is written over the zeros.
+func (l *walWriter) startPrealloc() error {
+	l.mu.Lock()
+	l.w.MarkPreallocated()
+	end := l.w.Size()
+	data := l.w.Take(l.spare)
+	l.mu.Unlock()
+	l.spare = data
+	if _, err := l.f.Write(data); err != nil {
+		return err
+	}
+	if _, err := l.f.WriteAt(walZeros(), end); err != nil {
+		return err
+	}
+	l.written.Store(end)
+	if err := l.f.Sync(); err != nil {
+		return err
+	}
+	l.synced.Store(end)
+	l.prealloc, l.zeroed = true, end+walZeroChunk
+	return nil
+}
+
+// writePrealloc writes data, which ends the log at end, over the zeros,
+// record.PreallocWindow bytes at a time, each fdatasynced before the next
+// is written; the zeros move ahead first where data would pass them.
+func (l *walWriter) writePrealloc(data []byte, end int64) error {
+	off := end - int64(len(data))
+	for len(data) > 0 {
+		n := min(len(data), record.PreallocWindow)
+		for off+int64(n) > l.zeroed {
+			if _, err := l.f.WriteAt(walZeros(), l.zeroed); err != nil {
+				return err
+			}
+			l.zeroed += walZeroChunk
+		}
+		if _, err := l.f.Write(data[:n]); err != nil {
+			return err
+		}
+		off += int64(n)
+		l.written.Store(off)
+		if err := l.f.SyncData(); err != nil {
+			return err
+		}
+		l.synced.Store(off)
+		data = data[n:]
 	}
 	return nil
 }
@@ -121,6 +208,9 @@ func (l *walWriter) flushLocked(sync bool) error {
 // leads one for everything appended so far; the others wait for it and
 // look again.
 func (l *walWriter) waitFor(off int64, sync bool) error {
+	if sync && !l.syncing.Load() {
+		l.syncing.Store(true)
+	}
 	reached := func() bool {
 		if sync {
 			return l.synced.Load() >= off

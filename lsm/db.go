@@ -93,6 +93,9 @@ type DB struct {
 
 	compactMu  sync.Mutex // held while a compaction runs
 	manifestMu sync.Mutex // held while the manifest is written
+	// walSyncing is set by the first commit that waits for a WAL sync:
+	// the WALs are preallocated from then on (walWriter.prealloc).
+	walSyncing atomic.Bool
 	mu         sync.Mutex
 	// Under mu:
 	vs            *versionSet

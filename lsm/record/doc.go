@@ -14,4 +14,12 @@
 // system extended but never filled: the end of the log when nothing valid
 // follows it (Torn stays false if only zeros follow), and corruption — zeroed
 // records — when a valid chunk starts anywhere after it.
+//
+// A log written over space zeroed and synced beforehand (the WAL of a DB that
+// syncs, so that fdatasync need not commit a new file size) says so with a
+// mark, an empty chunk of its own type (Writer.MarkPreallocated). Its writer syncs at most
+// PreallocWindow bytes at a time, and a crash during that sync may have put
+// the pages on disk in any order; from the mark on, bad bytes followed by
+// good chunks are a torn tail unless a good chunk starts PreallocWindow or
+// more bytes past them.
 package record

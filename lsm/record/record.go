@@ -18,6 +18,8 @@ const (
 	typeFirst  = 2
 	typeMiddle = 3
 	typeLast   = 4
+	// typePrealloc is an empty chunk, no record: Writer.MarkPreallocated.
+	typePrealloc = 5
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -59,16 +61,7 @@ func (w *Writer) Size() int64 { return w.size }
 func (w *Writer) Write(rec []byte) error {
 	first := true
 	for {
-		left := BlockSize - w.blockOffset
-		if left < headerSize {
-			// Pad the block's tail with zeros; readers skip it.
-			for i := 0; i < left; i++ {
-				w.buf = append(w.buf, 0)
-			}
-			w.size += int64(left)
-			w.blockOffset = 0
-			left = BlockSize
-		}
+		left := w.room()
 		n := min(len(rec), left-headerSize)
 		last := n == len(rec)
 		var t byte
@@ -82,19 +75,58 @@ func (w *Writer) Write(rec []byte) error {
 		default:
 			t = typeMiddle
 		}
-		binary.LittleEndian.PutUint32(w.hdr[0:4], Checksum(t, rec[:n]))
-		binary.LittleEndian.PutUint16(w.hdr[4:6], uint16(n))
-		w.hdr[6] = t
-		w.buf = append(w.buf, w.hdr[:]...)
-		w.buf = append(w.buf, rec[:n]...)
-		w.blockOffset += headerSize + n
-		w.size += int64(headerSize + n)
+		w.chunk(t, rec[:n])
 		rec = rec[n:]
 		first = false
 		if last {
 			return nil
 		}
 	}
+}
+
+// room returns the space left in the current block, after padding a tail
+// too short for a header with zeros (which readers skip).
+func (w *Writer) room() int {
+	left := BlockSize - w.blockOffset
+	if left < headerSize {
+		for i := 0; i < left; i++ {
+			w.buf = append(w.buf, 0)
+		}
+		w.size += int64(left)
+		w.blockOffset = 0
+		left = BlockSize
+	}
+	return left
+}
+
+// chunk appends one chunk; its payload fits the block.
+func (w *Writer) chunk(t byte, payload []byte) {
+	binary.LittleEndian.PutUint32(w.hdr[0:4], Checksum(t, payload))
+	binary.LittleEndian.PutUint16(w.hdr[4:6], uint16(len(payload)))
+	w.hdr[6] = t
+	w.buf = append(w.buf, w.hdr[:]...)
+	w.buf = append(w.buf, payload...)
+	w.blockOffset += headerSize + len(payload)
+	w.size += int64(headerSize + len(payload))
+}
+
+// PreallocWindow is the most a writer of a preallocated log (MarkPreallocated)
+// may have written and not yet synced at any moment.
+const PreallocWindow = 1 << 20
+
+// MarkPreallocated appends the mark that tells readers the file
+// from here on is written over space filled with zeros beforehand and
+// synced, so that syncs need not update the file's size. Its writer
+// promises to sync at most PreallocWindow bytes at a time, one write after
+// another. A crash during a sync may then have put that write's pages on
+// disk in any order, which leaves zeros or a torn chunk before good ones:
+// the reader takes bad bytes followed by good chunks as a torn tail when no
+// good chunk starts PreallocWindow or more bytes after them. The mark is a
+// chunk of its own type, which no reader returns as a record (and readers
+// older than it refuse as corrupt).
+func (w *Writer) MarkPreallocated() {
+	w.room()
+	w.chunk(typePrealloc, nil)
 }
 
 // Flush hands buffered bytes to the underlying writer.
@@ -125,6 +157,8 @@ type Reader struct {
 	off  int
 	// torn is set once the reader stopped at a torn tail.
 	torn bool
+	// prealloc is set once the log's MarkPreallocated record was read.
+	prealloc bool
 }
 
 // NewReader reads the log in data; name is used in errors.
@@ -162,6 +196,12 @@ func (r *Reader) Next() ([]byte, error) {
 				return nil, r.corrupt(int64(c.off), "full chunk inside a fragmented record")
 			}
 			return c.data, nil
+		case typePrealloc:
+			if inRecord {
+				return nil, r.corrupt(int64(c.off), "preallocation mark inside a fragmented record")
+			}
+			r.prealloc = true
+			start = r.off
 		case typeFirst:
 			if inRecord {
 				return nil, r.corrupt(int64(c.off), "first chunk inside a fragmented record")
@@ -208,9 +248,10 @@ func (r *Reader) chunk() (chunk, error) {
 			// writer never writes one (it pads only block tails too short
 			// for a header), so this is space the file system extended
 			// but never filled — the true end of the log, if nothing valid
-			// follows. A valid chunk after it means synced records were
-			// zeroed, and skipping to them would silently drop records.
-			if off, ok := validChunkFrom(r.data, r.off+headerSize); ok {
+			// follows (within tornSpan). A valid chunk after it means synced
+			// records were zeroed, and skipping to them would silently drop
+			// records.
+			if off, ok := validChunkFrom(r.data, r.off+r.tornSpan()); ok {
 				return chunk{}, r.corrupt(int64(r.off), fmt.Sprintf("zeroed chunk header followed by a valid chunk at offset %d", off))
 			}
 			if !allZero(r.data[r.off:]) {
@@ -219,12 +260,27 @@ func (r *Reader) chunk() (chunk, error) {
 			r.off = len(r.data)
 			return chunk{}, io.EOF
 		}
-		if validChunkAfter(r.data, r.off) {
+		if r.prealloc {
+			if _, ok := validChunkFrom(r.data, r.off+PreallocWindow); ok {
+				return chunk{}, r.corrupt(int64(r.off), reason)
+			}
+		} else if validChunkAfter(r.data, r.off) {
 			return chunk{}, r.corrupt(int64(r.off), reason)
 		}
 		r.torn = true
 		return chunk{}, io.EOF
 	}
+}
+
+// tornSpan is how far past a zero header a good chunk may start and the
+// zeros still be a torn tail: none in a log written by appending, whose
+// size reaches the disk after its data; PreallocWindow in a preallocated
+// one (MarkPreallocated).
+func (r *Reader) tornSpan() int {
+	if r.prealloc {
+		return PreallocWindow
+	}
+	return headerSize
 }
 
 // parseChunk checks the chunk at off. A zero header returns ok=false with an
@@ -240,7 +296,7 @@ func parseChunk(data []byte, off int) (chunk, bool, string) {
 	if sum == 0 && n == 0 && t == 0 {
 		return chunk{}, false, ""
 	}
-	if t < typeFull || t > typeLast {
+	if t < typeFull || t > typePrealloc {
 		return chunk{}, false, fmt.Sprintf("bad chunk type %d", t)
 	}
 	end := off + headerSize + n
@@ -281,7 +337,7 @@ func validChunkAfter(data []byte, off int) bool {
 func validChunkFrom(data []byte, from int) (int, bool) {
 	for p := from; p+headerSize <= len(data); p++ {
 		t := data[p+6]
-		if t < typeFull || t > typeLast {
+		if t < typeFull || t > typePrealloc {
 			continue
 		}
 		n := int(binary.LittleEndian.Uint16(data[p+4 : p+6]))

@@ -135,6 +135,20 @@ func (f *injectFile) Sync() error {
 	return f.File.Sync()
 }
 
+func (f *injectFile) WriteAt(p []byte, off int64) (int, error) {
+	if err := f.inj(OpWrite, f.name); err != nil {
+		return 0, err
+	}
+	return f.File.WriteAt(p, off)
+}
+
+func (f *injectFile) SyncData() error {
+	if err := f.inj(OpSync, f.name); err != nil {
+		return err
+	}
+	return f.File.SyncData()
+}
+
 func (f *injectFile) ReadAt(p []byte, off int64) (int, error) {
 	if err := f.inj(OpRead, f.name); err != nil {
 		return 0, err

@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -214,7 +215,9 @@ func (f closerFunc) Close() error { return f() }
 // CrashOptions shape what CrashClone keeps.
 type CrashOptions struct {
 	// Rand, when set, keeps a random prefix of each file's unsynced tail, as a
-	// real crash may persist part of what was written but not synced.
+	// real crash may persist part of what was written but not synced, and a
+	// random choice of the pages rewritten in place (File.WriteAt) since the
+	// last sync, which the disk may write in any order.
 	Rand *rand.Rand
 	// Tail says what fills the rest of the unsynced tail after that prefix.
 	Tail TailMode
@@ -237,8 +240,8 @@ const (
 
 // CrashClone returns the file system a crash would leave behind: only the
 // directory entries made durable by a directory sync, each holding the file
-// contents as of its last sync (plus, with opts.Rand, a random part of the
-// unsynced tail). The receiver is left untouched.
+// contents as of its last sync (plus, with opts.Rand, a random part of what
+// was written since). The receiver is left untouched.
 func (fs *MemFS) CrashClone(opts CrashOptions) *MemFS {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
@@ -251,7 +254,18 @@ func (fs *MemFS) CrashClone(opts CrashOptions) *MemFS {
 		for name, n := range ents {
 			n.mu.Lock()
 			data := append([]byte(nil), n.synced...)
-			if len(n.data) > len(n.synced) && bytesPrefix(n.synced, n.data) {
+			if opts.Rand != nil {
+				// Pages rewritten in place since the last sync reach the
+				// disk in no particular order: each one does or not.
+				common := min(len(n.data), len(n.synced))
+				for p := 0; p < common; p += crashPage {
+					e := min(p+crashPage, common)
+					if !bytes.Equal(n.data[p:e], n.synced[p:e]) && opts.Rand.Intn(2) == 0 {
+						copy(data[p:e], n.data[p:e])
+					}
+				}
+			}
+			if len(n.data) > len(n.synced) {
 				extra := 0
 				if opts.Rand != nil {
 					extra = opts.Rand.Intn(len(n.data) - len(n.synced) + 1)
@@ -275,7 +289,8 @@ func (fs *MemFS) CrashClone(opts CrashOptions) *MemFS {
 	return out
 }
 
-func bytesPrefix(p, b []byte) bool { return len(p) <= len(b) && string(b[:len(p)]) == string(p) }
+// crashPage is the unit a crash keeps or loses of data rewritten in place.
+const crashPage = 4 << 10
 
 type memFile struct {
 	node     *memNode
@@ -313,6 +328,12 @@ func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func (f *memFile) Write(p []byte) (int, error) {
+	n, err := f.WriteAt(p, f.pos)
+	f.pos += int64(n)
+	return n, err
+}
+
+func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	if f.closed {
 		return 0, errClosed
 	}
@@ -321,9 +342,15 @@ func (f *memFile) Write(p []byte) (int, error) {
 	}
 	f.node.mu.Lock()
 	defer f.node.mu.Unlock()
-	f.node.data = append(f.node.data, p...)
+	if end := off + int64(len(p)); end > int64(len(f.node.data)) {
+		f.node.data = append(f.node.data, make([]byte, end-int64(len(f.node.data)))...)
+	}
+	copy(f.node.data[off:], p)
 	return len(p), nil
 }
+
+// SyncData is Sync: the model keeps no metadata apart from the data.
+func (f *memFile) SyncData() error { return f.Sync() }
 
 func (f *memFile) Sync() error {
 	if f.closed {
@@ -357,8 +384,12 @@ type memDir struct {
 func (d *memDir) Read([]byte) (int, error)          { return 0, errors.New("vfs: read of a directory") }
 func (d *memDir) ReadAt([]byte, int64) (int, error) { return 0, errors.New("vfs: read of a directory") }
 func (d *memDir) Write([]byte) (int, error)         { return 0, errors.New("vfs: write to a directory") }
-func (d *memDir) Size() (int64, error)              { return 0, nil }
-func (d *memDir) Close() error                      { return nil }
+func (d *memDir) WriteAt([]byte, int64) (int, error) {
+	return 0, errors.New("vfs: write to a directory")
+}
+func (d *memDir) SyncData() error      { return d.Sync() }
+func (d *memDir) Size() (int64, error) { return 0, nil }
+func (d *memDir) Close() error         { return nil }
 
 func (d *memDir) Sync() error {
 	d.fs.mu.Lock()

@@ -12,8 +12,14 @@ type File interface {
 	io.Reader
 	io.ReaderAt
 	io.Writer
+	// WriteAt writes at off without moving the offset Write uses.
+	io.WriterAt
 	io.Closer
 	Sync() error
+	// SyncData is Sync without the metadata a read of the data does not
+	// need (fdatasync): no journal commit when the file's size and blocks
+	// are as they were at the last sync.
+	SyncData() error
 	Size() (int64, error)
 }
 
