@@ -3,6 +3,7 @@ package lsm
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -159,5 +160,56 @@ func TestWALIsPreallocatedOnceACommitSyncs(t *testing.T) {
 			}
 		}
 		d.Close()
+	}
+}
+
+// On the operating system's file system: a preallocated WAL (written with
+// pwrite and fdatasync), copied while the DB is open as a crash would
+// leave it with the page cache intact, opens with every synced write.
+func TestPreallocatedWALOnDisk(t *testing.T) {
+	dir := t.TempDir()
+	d := mustOpen(t, dir+"/db", &Options{Logger: quietLogger})
+	defer d.Close()
+	sync := &WriteOptions{Sync: true}
+	want := map[string][]byte{}
+	for i := 0; i < 300; i++ {
+		k, v := fmt.Sprintf("k%03d", i), bytes.Repeat([]byte{byte('a' + i%26)}, 100+i%7*1000)
+		if i == 150 {
+			v = bytes.Repeat([]byte("big"), record.PreallocWindow)
+		}
+		if err := d.Set([]byte(k), v, sync); err != nil {
+			t.Fatal(err)
+		}
+		want[k] = v
+	}
+	if size, end := walFileSize(t, vfs.Default, d), d.log.synced.Load(); size <= end {
+		t.Fatalf("WAL file of %d bytes, log of %d: not preallocated", size, end)
+	}
+	names, err := os.ReadDir(dir + "/db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir+"/copy", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range names {
+		if e.Name() == "LOCK" {
+			continue
+		}
+		b, err := os.ReadFile(dir + "/db/" + e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dir+"/copy/"+e.Name(), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := mustOpen(t, dir+"/copy", &Options{Logger: quietLogger})
+	defer c.Close()
+	for k, v := range want {
+		got, err := c.Get([]byte(k))
+		if err != nil || !bytes.Equal(got, v) {
+			t.Fatalf("%s: %d bytes, %v", k, len(got), err)
+		}
 	}
 }
