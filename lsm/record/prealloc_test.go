@@ -51,15 +51,7 @@ func TestPreallocMarkIsNoRecord(t *testing.T) {
 	if err != nil || r.Torn() {
 		t.Fatalf("err %v, torn %v", err, r.Torn())
 	}
-	want := append(append([][]byte(nil), before...), after...)
-	if len(got) != len(want) {
-		t.Fatalf("%d records, want %d", len(got), len(want))
-	}
-	for i := range want {
-		if !bytes.Equal(got[i], want[i]) {
-			t.Fatalf("record %d differs", i)
-		}
-	}
+	sameRecords(t, got, append(append([][]byte(nil), before...), after...))
 }
 
 // After the mark, a crash during one write's sync may leave its pages on

@@ -65,11 +65,16 @@ func TestRoundTrip(t *testing.T) {
 	if r.Torn() {
 		t.Fatal("clean log reported torn")
 	}
-	if len(got) != len(recs) {
-		t.Fatalf("got %d records, want %d", len(got), len(recs))
+	sameRecords(t, got, recs)
+}
+
+func sameRecords(t *testing.T, got, want [][]byte) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("got %d records, want %d", len(got), len(want))
 	}
-	for i := range recs {
-		if !bytes.Equal(got[i], recs[i]) {
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) {
 			t.Fatalf("record %d differs", i)
 		}
 	}
