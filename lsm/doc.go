@@ -2,9 +2,10 @@
 // log-structured merge tree on a VFS.
 //
 // Writes go to a write-ahead log (CRC-checked records, group commit, optional
-// fsync per write) and a lock-free skiplist memtable; full memtables are
-// flushed to L0 tables in the background, and a background compactor merges
-// them down through L1…L6 (size ratio 10, leveled like LevelDB). The MANIFEST
+// sync per write: once one asks, an fdatasync over zeros synced ahead) and a
+// lock-free skiplist memtable; full memtables are flushed to L0 tables in the
+// background, and a background compactor merges them down through L1…L6
+// (size ratio 10, leveled like LevelDB). The MANIFEST
 // log plus CURRENT name the live files; reopening replays it and the WAL.
 //
 // Beyond Get, Set and Delete, the engine keeps value lists: Merge appends a
@@ -35,7 +36,7 @@
 //     wait on it. The commit leader releases it for the WAL write and the
 //     memtable apply (writeGroup), so no fsync runs under it, except the
 //     old log's final sync when a full memtable is switched.
-//  4. walWriter.flushMu — one write(2) or fsync of the WAL at a time;
+//  4. walWriter.flushMu — one write(2) or sync of the WAL at a time;
 //     taken under d.mu only by a memtable switch (closing the old log).
 //     WaitWAL reads d.log under d.mu and, after releasing it, waits for
 //     the flush another waiter leads or leads one itself on flushMu.

@@ -157,7 +157,7 @@ type Reader struct {
 	off  int
 	// torn is set once the reader stopped at a torn tail.
 	torn bool
-	// prealloc is set once the log's MarkPreallocated record was read.
+	// prealloc is set once the log's preallocation mark was read.
 	prealloc bool
 }
 
