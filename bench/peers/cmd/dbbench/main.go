@@ -230,8 +230,11 @@ func runEngine(spec engineSpec, path string, want map[string]bool) (engineResult
 		res.results[name] = r
 		fmt.Fprintf(os.Stderr, "%-22s %12.0f ops/s %s\n", name, r.opsPerSec, r.note)
 		if *verbose {
-			if c, ok := e.(*cellcastEngine); ok {
-				fmt.Fprintln(os.Stderr, c.db.Metrics())
+			switch e := e.(type) {
+			case *cellcastEngine:
+				fmt.Fprintln(os.Stderr, e.db.Metrics())
+			case *pebbleEngine:
+				fmt.Fprintln(os.Stderr, e.db.Metrics())
 			}
 		}
 		return nil
