@@ -20,8 +20,12 @@ func heardOf(n *Node, id string) bool {
 // lease TTL later: they take its shards at their next look at the leases.
 func TestLeavingNodeIsCountedOutAtOnce(t *testing.T) {
 	nodes := startNodes(t, natsCluster(t, 3), 2)
-	if !heardOf(nodes[0].Node, nodes[2].cfg.ID) {
-		t.Fatal("n0 does not hear n2 before it leaves")
+	// The shards are owned once startNodes returns, but n0 may not have
+	// had n2's first heartbeat yet.
+	for deadline := time.Now().Add(10 * time.Second); !heardOf(nodes[0].Node, nodes[2].cfg.ID); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("n0 does not hear n2 before it leaves")
+		}
 	}
 	if err := nodes[2].Close(); err != nil {
 		t.Fatal(err)
