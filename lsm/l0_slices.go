@@ -1,0 +1,102 @@
+package lsm
+
+import (
+	"bytes"
+	"hash/fnv"
+
+	"github.com/seed84792017/cellcast/lsm/internal/manifest"
+)
+
+// A flush is cut into key slices along the base level's tables, so that
+// L0 drains a slice at a time, as Pebble's does: a compaction takes one
+// slice's stack of L0 tables and the base tables below it, not every flush
+// whole and the whole base level, and L0 stays smaller while writes go on.
+//
+// For the stacks to line up, every flush must cut at the same keys, and a
+// compaction of one slice must not move the cuts of the others. So a cut
+// falls after a base table chosen by its own largest key alone (a hash of
+// it), never by its place or by the sizes before it: a compaction rewrites
+// only the base tables of its slice, whose largest key stays the slice's
+// end, and every other cut stays where it was.
+
+// sliceTables is how many base tables a slice spans on average. One table
+// per slice would cost a flush a file and a sync per base table (32 at a
+// 64 MiB base level); whole-range flushes would compact L0 in one job.
+const sliceTables = 4
+
+// sliceCuts returns the keys that end the slices of base, the base level's
+// sorted tables: the largest keys of the tables that end one.
+func sliceCuts(base []*manifest.FileMetadata) [][]byte {
+	var cuts [][]byte
+	for i, f := range base {
+		if i == len(base)-1 || endsSlice(f.Largest.UserKey) {
+			cuts = append(cuts, f.Largest.UserKey)
+		}
+	}
+	return cuts
+}
+
+// splitAtBase returns the shouldStop of a flush over base: true at the
+// first key past a cut. nil when the base level is empty.
+func splitAtBase(base []*manifest.FileMetadata) func(key []byte) bool {
+	if len(base) == 0 {
+		return nil
+	}
+	cuts := sliceCuts(base)
+	i := 0 // the first cut >= the last key
+	return func(key []byte) bool {
+		crossed := false
+		for i < len(cuts) && bytes.Compare(key, cuts[i]) > 0 {
+			i, crossed = i+1, true
+		}
+		return crossed
+	}
+}
+
+// endsSlice reports whether a base table whose largest key is k ends a slice.
+func endsSlice(k []byte) bool {
+	h := fnv.New32a()
+	h.Write(k)
+	return h.Sum32()%sliceTables == 0
+}
+
+// l0Slice picks what an L0 compaction into base takes when L0 is due: the
+// oldest table and every newer one within the slice around it whose older
+// overlapping tables are all taken too: one slice's stack. It never grows
+// past the oldest table's slice: tables cut along an older base level
+// (flushed while its slices were compacted) may straddle today's cuts, and
+// growing to every overlapping table would chain from slice to slice across
+// the whole key range. A newer table left behind is safe; an older one left
+// above a newer one moved down would not be.
+func l0Slice(l0, base []*manifest.FileMetadata) []*manifest.FileMetadata {
+	seed := l0[0]
+	// The slice is (lo, hi]; nil bounds are open.
+	var lo, hi []byte
+	for _, c := range sliceCuts(base) {
+		if bytes.Compare(c, seed.Smallest.UserKey) < 0 {
+			lo = c
+		} else if bytes.Compare(c, seed.Largest.UserKey) >= 0 {
+			hi = c
+			break
+		}
+	}
+	taken := map[*manifest.FileMetadata]bool{seed: true}
+	out := []*manifest.FileMetadata{seed}
+	for i, g := range l0[1:] {
+		if (lo != nil && bytes.Compare(g.Smallest.UserKey, lo) <= 0) || (hi != nil && bytes.Compare(g.Largest.UserKey, hi) > 0) {
+			continue
+		}
+		ok := true
+		for _, h := range l0[:i+1] {
+			if !taken[h] && h.Overlaps(g.Smallest.UserKey, g.Largest.UserKey) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			taken[g] = true
+			out = append(out, g)
+		}
+	}
+	return out
+}
