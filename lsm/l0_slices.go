@@ -3,6 +3,7 @@ package lsm
 import (
 	"bytes"
 	"hash/fnv"
+	"sort"
 
 	"github.com/seed84792017/cellcast/lsm/internal/manifest"
 )
@@ -19,8 +20,9 @@ import (
 // only the base tables of its slice, whose largest key stays the slice's
 // end, and every other cut stays where it was.
 
-// sliceTables is how many base tables a slice spans on average. One table
-// per slice would cost a flush a file and a sync per base table (32 at a
+// sliceTables is how many base tables a slice spans on average, and how
+// many tables' worth of base a compaction takes at least. One table per
+// slice would cost a flush a file and a sync per base table (32 at a
 // 64 MiB base level); whole-range flushes would compact L0 in one job.
 const sliceTables = 4
 
@@ -53,33 +55,44 @@ func splitAtBase(base []*manifest.FileMetadata) func(key []byte) bool {
 	}
 }
 
-// endsSlice reports whether a base table whose largest key is k ends a slice.
+// endsSlice reports whether a base table whose largest key is k ends a
+// slice: FNV-1a, whose low bits follow the key's last byte too closely on
+// their own, mixed by MurmurHash3's finalizer.
 func endsSlice(k []byte) bool {
-	h := fnv.New32a()
+	h := fnv.New64a()
 	h.Write(k)
-	return h.Sum32()%sliceTables == 0
+	return mix64(h.Sum64())%sliceTables == 0
+}
+
+func mix64(x uint64) uint64 {
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	return x ^ x>>33
 }
 
 // l0Slice picks what an L0 compaction into base takes when L0 is due: the
-// oldest table and every newer one within the slice around it whose older
-// overlapping tables are all taken too: one slice's stack. It never grows
-// past the oldest table's slice: tables cut along an older base level
-// (flushed while its slices were compacted) may straddle today's cuts, and
-// growing to every overlapping table would chain from slice to slice across
-// the whole key range. A newer table left behind is safe; an older one left
-// above a newer one moved down would not be.
-func l0Slice(l0, base []*manifest.FileMetadata) []*manifest.FileMetadata {
+// oldest table and every newer one within its slice whose older
+// overlapping tables are all taken too: one slice's stack.
+//
+// A slice holding less than minBytes of the base level is joined with the
+// slices after it (or before it, at the end) until it holds that much.
+// Cuts come only from base tables' largest keys, and a compaction's last
+// output table ends at its slice's cut, so cuts would otherwise only ever
+// be added: slices would shrink to one table each, and each compaction's
+// partly filled last table would leave the base level in ever smaller
+// tables. A compaction over several slices writes tables by size across
+// the cuts between them, which then go unless a table happens to end there.
+//
+// The pick never grows past those slices: tables cut along an older base
+// level (flushed while its slices were compacted) may straddle today's
+// cuts, and growing to every overlapping table would chain from slice to
+// slice across the whole key range. A newer table left behind is safe; an
+// older one left above a newer one moved down would not be.
+func l0Slice(l0, base []*manifest.FileMetadata, minBytes uint64) []*manifest.FileMetadata {
 	seed := l0[0]
-	// The slice is (lo, hi]; nil bounds are open.
-	var lo, hi []byte
-	for _, c := range sliceCuts(base) {
-		if bytes.Compare(c, seed.Smallest.UserKey) < 0 {
-			lo = c
-		} else if bytes.Compare(c, seed.Largest.UserKey) >= 0 {
-			hi = c
-			break
-		}
-	}
+	lo, hi := sliceAround(base, seed, minBytes)
 	taken := map[*manifest.FileMetadata]bool{seed: true}
 	out := []*manifest.FileMetadata{seed}
 	for i, g := range l0[1:] {
@@ -99,4 +112,38 @@ func l0Slice(l0, base []*manifest.FileMetadata) []*manifest.FileMetadata {
 		}
 	}
 	return out
+}
+
+// sliceAround returns the slices (lo, hi] around f, joined until they hold
+// minBytes of base; nil bounds are open.
+func sliceAround(base []*manifest.FileMetadata, f *manifest.FileMetadata, minBytes uint64) (lo, hi []byte) {
+	cuts := sliceCuts(base)
+	// The slices are (cuts[a-1], cuts[b]], with cuts[-1] and cuts[len] open.
+	a := sort.Search(len(cuts), func(i int) bool { return bytes.Compare(cuts[i], f.Smallest.UserKey) >= 0 })
+	b := max(a, sort.Search(len(cuts), func(i int) bool { return bytes.Compare(cuts[i], f.Largest.UserKey) >= 0 }))
+	bound := func(i int) []byte {
+		if i < 0 || i >= len(cuts) {
+			return nil
+		}
+		return cuts[i]
+	}
+	for {
+		lo, hi = bound(a-1), bound(b)
+		var size uint64
+		for _, t := range base {
+			if (lo == nil || bytes.Compare(t.Smallest.UserKey, lo) > 0) && (hi == nil || bytes.Compare(t.Largest.UserKey, hi) <= 0) {
+				size += t.Size
+			}
+		}
+		switch {
+		case size >= minBytes:
+			return lo, hi
+		case b < len(cuts):
+			b++
+		case a > 0:
+			a--
+		default:
+			return lo, hi
+		}
+	}
 }
