@@ -104,13 +104,11 @@ func (d *DB) compactionDueLocked() bool {
 }
 
 // pickCompactionLocked chooses the most overdue level and a file in it: for
-// L0 the oldest file grown to every overlapping L0 file (one key slice's
-// stack, see splitAtBase), into the base level; deeper, the file that
-// rewrites the fewest bytes below per byte it moves (minOverlap), into the
-// level below. L0 goes whole when it is compacted for its seeks (below
-// the threshold: the seeks read every sublevel wherever they land) and when
-// it is backlogged, twice the threshold deep: then the job is cut into key
-// ranges that run at once (subcompaction.go), where slices go one by one.
+// L0 the oldest table's slice stack (l0Slice), into the base level; deeper,
+// the file that rewrites the fewest bytes below per byte it moves
+// (minOverlap), into the level below. L0 goes whole when it is compacted
+// for its seeks, below the threshold: the seeks read every sublevel
+// wherever they land.
 func (d *DB) pickCompactionLocked() *compaction {
 	v := d.vs.current
 	level, _, t := d.levelScores(v)
