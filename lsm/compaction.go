@@ -122,7 +122,8 @@ func (d *DB) pickCompactionLocked() *compaction {
 		if v.L0Depth() < d.opts.L0CompactionThreshold {
 			c.inputs[0] = files
 		} else {
-			c.inputs[0] = l0Slice(files, v.Levels[t.base], sliceTables*uint64(d.opts.TargetFileSize))
+			base := v.Levels[t.base]
+			c.inputs[0] = l0Slice(files, base, uint64(sliceSpan(len(base)))*uint64(d.opts.TargetFileSize))
 		}
 	} else {
 		c.inputs[0] = []*manifest.FileMetadata{minOverlap(v, level, files)}

@@ -128,23 +128,25 @@ func (d *DB) writeTables(ci *compactionIter, targetSize uint64, shouldStop func(
 	var outs []*manifest.FileMetadata
 	var w *sstable.Writer
 	var cur *outputFile
+	syncer := newTableSyncer()
 	finish := func() error {
 		if w == nil {
 			return nil
 		}
-		meta, err := cur.finish(w)
-		w, cur = nil, nil
-		if err != nil {
-			return err
+		meta, err := cur.finish(d.fs, w)
+		if err == nil {
+			syncer.start(cur)
+			outs = append(outs, meta)
 		}
-		outs = append(outs, meta)
-		return nil
+		w, cur = nil, nil
+		return err
 	}
 	fail := func(err error) ([]*manifest.FileMetadata, error) {
 		if cur != nil {
 			cur.f.Close()
 			d.fs.Remove(cur.path)
 		}
+		syncer.wait()
 		d.removeOutputs(outs...)
 		return nil, err
 	}
@@ -176,6 +178,9 @@ func (d *DB) writeTables(ci *compactionIter, targetSize uint64, shouldStop func(
 		return fail(ci.err)
 	}
 	if err := finish(); err != nil {
+		return fail(err)
+	}
+	if err := syncer.wait(); err != nil {
 		return fail(err)
 	}
 	if len(outs) > 0 {

@@ -20,18 +20,29 @@ import (
 // only the base tables of its slice, whose largest key stays the slice's
 // end, and every other cut stays where it was.
 
-// sliceTables is how many base tables a slice spans on average, and how
-// many tables' worth of base a compaction takes at least. One table per
-// slice would cost a flush a file and a sync per base table (32 at a
-// 64 MiB base level); whole-range flushes would compact L0 in one job.
-const sliceTables = 4
+// sliceSpan is how many base tables a slice spans on average, and how many
+// tables' worth of base an L0 compaction takes at least: a power of two,
+// at least 4, that makes about 6 to 12 slices of a base level of n tables.
+// Each slice costs a flush a table and a sync; a few large slices would
+// compact L0 in few, large jobs again. The span grows with the base level,
+// and the cuts of a span are among those of half that span (see
+// endsSlice), so tables cut along a smaller span still lie within one
+// slice of a greater one.
+func sliceSpan(n int) int {
+	span := 4
+	for span*2*6 <= n {
+		span *= 2
+	}
+	return span
+}
 
 // sliceCuts returns the keys that end the slices of base, the base level's
 // sorted tables: the largest keys of the tables that end one.
 func sliceCuts(base []*manifest.FileMetadata) [][]byte {
+	span := sliceSpan(len(base))
 	var cuts [][]byte
 	for i, f := range base {
-		if i == len(base)-1 || endsSlice(f.Largest.UserKey) {
+		if i == len(base)-1 || endsSlice(f.Largest.UserKey, span) {
 			cuts = append(cuts, f.Largest.UserKey)
 		}
 	}
@@ -56,12 +67,13 @@ func splitAtBase(base []*manifest.FileMetadata) func(key []byte) bool {
 }
 
 // endsSlice reports whether a base table whose largest key is k ends a
-// slice: FNV-1a, whose low bits follow the key's last byte too closely on
-// their own, mixed by MurmurHash3's finalizer.
-func endsSlice(k []byte) bool {
+// slice of span tables, a power of two: FNV-1a (whose low bits follow the
+// key's last byte too closely on their own) mixed by MurmurHash3's
+// finalizer, with its low log2(span) bits zero.
+func endsSlice(k []byte, span int) bool {
 	h := fnv.New64a()
 	h.Write(k)
-	return mix64(h.Sum64())%sliceTables == 0
+	return mix64(h.Sum64())&uint64(span-1) == 0
 }
 
 func mix64(x uint64) uint64 {

@@ -17,7 +17,7 @@ func sliceKey(i int) []byte { return fmt.Appendf(nil, "k%05d", i) }
 
 // randomBase returns sorted, disjoint base-level tables over keys below n.
 func randomBase(rng *rand.Rand, n int) []*manifest.FileMetadata {
-	ks := rng.Perm(n)[:2+rng.Intn(80)]
+	ks := rng.Perm(n)[:2+rng.Intn(400)]
 	sort.Ints(ks)
 	var out []*manifest.FileMetadata
 	for i := 0; i+1 < len(ks); i += 2 {
@@ -29,8 +29,10 @@ func randomBase(rng *rand.Rand, n int) []*manifest.FileMetadata {
 
 // oracleCuts restates the rule independently: a slice ends after a base
 // table whose largest key's FNV-1a hash, mixed by MurmurHash3's
-// finalizer, is 0 modulo sliceTables, and after the last table.
+// finalizer, is 0 modulo the span, and after the last table. The span is
+// the power of two from 4 up that leaves 6 to 12 slices.
 func oracleCuts(b []*manifest.FileMetadata) [][]byte {
+	span := oracleSpan(len(b))
 	var cuts [][]byte
 	for i, f := range b {
 		h := fnv.New64a()
@@ -38,26 +40,41 @@ func oracleCuts(b []*manifest.FileMetadata) [][]byte {
 		x := h.Sum64()
 		x = (x ^ x>>33) * 0xff51afd7ed558ccd
 		x = (x ^ x>>33) * 0xc4ceb9fe1a85ec53
-		if i == len(b)-1 || (x^x>>33)%sliceTables == 0 {
+		if i == len(b)-1 || (x^x>>33)%span == 0 {
 			cuts = append(cuts, f.Largest.UserKey)
 		}
 	}
 	return cuts
 }
 
-// TestSlicesSpanSliceTablesOnAverage: the cut rule picks about one base
-// table in sliceTables for keys shaped like Cellcast's and dbbench's.
-func TestSlicesSpanSliceTablesOnAverage(t *testing.T) {
+func oracleSpan(n int) uint64 {
+	span := uint64(4)
+	for n/int(span) >= 12 {
+		span *= 2
+	}
+	return span
+}
+
+// TestSlicesSpanTheirTablesOnAverage: the cut rule picks about one base
+// table in span for keys shaped like Cellcast's and dbbench's, and the
+// cuts of a span are among those of half of it.
+func TestSlicesSpanTheirTablesOnAverage(t *testing.T) {
 	for _, format := range []string{"key%06d", "k%016d", "\x00\x01cell/%d/sub"} {
-		cuts := 0
-		const n = 20000
-		for i := 0; i < n; i++ {
-			if endsSlice(fmt.Appendf(nil, format, i)) {
-				cuts++
+		for _, span := range []int{4, 8, 16, 32} {
+			cuts := 0
+			const n = 40000
+			for i := 0; i < n; i++ {
+				k := fmt.Appendf(nil, format, i)
+				if endsSlice(k, span) {
+					cuts++
+					if !endsSlice(k, span/2) {
+						t.Fatalf("keys %q: %q ends a slice of %d tables, not one of %d", format, k, span, span/2)
+					}
+				}
 			}
-		}
-		if got := float64(n) / float64(cuts); got < 0.8*sliceTables || got > 1.2*sliceTables {
-			t.Errorf("keys %q: a cut every %.2f tables, want about %d", format, got, sliceTables)
+			if got := float64(n) / float64(cuts); got < 0.8*float64(span) || got > 1.2*float64(span) {
+				t.Errorf("keys %q: a cut every %.2f tables, want about %d", format, got, span)
+			}
 		}
 	}
 }
@@ -88,7 +105,7 @@ func sortedKeys(rng *rand.Rand, n, count int) [][]byte {
 
 // TestFlushesCutAtSliceEnds: a flush is cut exactly where a slice ends,
 // never within one; and rewriting one slice's base tables, as its
-// compaction does, moves no other cut.
+// compaction does, moves no other cut while the base level keeps its span.
 func TestFlushesCutAtSliceEnds(t *testing.T) {
 	rng := rand.New(rand.NewSource(3))
 	for round := 0; round < 300; round++ {
@@ -146,6 +163,9 @@ func TestFlushesCutAtSliceEnds(t *testing.T) {
 			ks = ks[n:]
 		}
 		sort.Slice(kept, func(a, b int) bool { return bytes.Compare(kept[a].Smallest.UserKey, kept[b].Smallest.UserKey) < 0 })
+		if oracleSpan(len(kept)) != oracleSpan(len(b)) {
+			continue // the base level crossed a span: cuts thin out or thicken everywhere
+		}
 		after := map[string]bool{}
 		for _, c := range oracleCuts(kept) {
 			after[string(c)] = true
