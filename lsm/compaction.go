@@ -64,8 +64,8 @@ func (d *DB) compactLoop() {
 	}
 }
 
-// levelScores rates how overdue each level is. A level's fill is L0's depth
-// in sublevels against L0CompactionThreshold, a deeper level's size against its
+// levelScores rates how overdue each level is. A level's fill is L0's file
+// count against L0CompactionThreshold, a deeper level's size against its
 // target; a level is due at a fill of 1. Among due levels the one whose
 // fill is highest against the fill of the level it compacts into goes
 // first (as in Pebble): a full level below is drained before more is
@@ -74,7 +74,7 @@ func (d *DB) compactLoop() {
 func (d *DB) levelScores(v *manifest.Version) (best int, score float64, t levelTargets) {
 	t = d.opts.levelTargets(v)
 	var fill [manifest.NumLevels]float64
-	fill[0] = float64(v.L0Depth()) / float64(d.opts.L0CompactionThreshold)
+	fill[0] = float64(v.NumFiles(0)) / float64(d.opts.L0CompactionThreshold)
 	if fill[0] < 1 && d.l0SeeksDue(v) {
 		fill[0] = 1
 	}
@@ -104,11 +104,9 @@ func (d *DB) compactionDueLocked() bool {
 }
 
 // pickCompactionLocked chooses the most overdue level and a file in it: for
-// L0 the oldest table's slice stack (l0Slice), into the base level; deeper,
-// the file that rewrites the fewest bytes below per byte it moves
-// (minOverlap), into the level below. L0 goes whole when it is compacted
-// for its seeks, below the threshold: the seeks read every sublevel
-// wherever they land.
+// L0 the oldest file grown to every overlapping L0 file, into the base
+// level; deeper, the file that rewrites the fewest bytes below per byte it
+// moves (minOverlap), into the level below.
 func (d *DB) pickCompactionLocked() *compaction {
 	v := d.vs.current
 	level, _, t := d.levelScores(v)
@@ -119,12 +117,8 @@ func (d *DB) pickCompactionLocked() *compaction {
 	files := v.Levels[level]
 	if level == 0 {
 		c.out = t.base
-		if v.L0Depth() < d.opts.L0CompactionThreshold {
-			c.inputs[0] = files
-		} else {
-			base := v.Levels[t.base]
-			c.inputs[0] = l0Slice(files, base, uint64(sliceSpan(len(base)))*uint64(d.opts.TargetFileSize))
-		}
+		f := files[0]
+		c.inputs[0] = v.Overlapping(0, f.Smallest.UserKey, f.Largest.UserKey)
 	} else {
 		c.inputs[0] = []*manifest.FileMetadata{minOverlap(v, level, files)}
 	}
@@ -249,8 +243,13 @@ func (d *DB) runCompaction(c *compaction) error {
 func (d *DB) compactRange(c *compaction, r keyRange, snaps []uint64) rangeResult {
 	iters := make([]internalIterator, 0, len(c.inputs[0])+1)
 	if c.level == 0 {
-		for _, run := range manifest.Sublevels(c.inputs[0]) {
-			iters = append(iters, &levelIter{d: d, files: run, compaction: true})
+		for i := len(c.inputs[0]) - 1; i >= 0; i-- {
+			it, err := d.newTableIter(c.inputs[0][i], nil, true)
+			if err != nil {
+				closeAll(iters)
+				return rangeResult{err: err}
+			}
+			iters = append(iters, it)
 		}
 	} else {
 		iters = append(iters, &levelIter{d: d, files: c.inputs[0], compaction: true})
@@ -301,29 +300,36 @@ func sumSize(files []*manifest.FileMetadata) uint64 {
 	return n
 }
 
+func closeAll(iters []internalIterator) {
+	for _, it := range iters {
+		it.Close()
+	}
+}
+
 // baseLevelChecker answers, for increasing keys, whether no file at level
-// from or deeper holds the key. It advances one pointer per sorted run: each
-// L0 sublevel and each deeper level.
+// from or deeper holds the key. It advances one pointer per sorted level;
+// L0's few overlapping files are checked one by one.
 func baseLevelChecker(v *manifest.Version, from int) func([]byte) bool {
-	var runs [][]*manifest.FileMetadata
-	if from == 0 {
-		runs = append(runs, v.L0Sublevels...)
-	}
-	for lvl := max(from, 1); lvl < manifest.NumLevels; lvl++ {
-		runs = append(runs, v.Levels[lvl])
-	}
-	ptrs := make([]int, len(runs))
+	var ptrs [manifest.NumLevels]int
 	return func(key []byte) bool {
-		for r, files := range runs {
-			for ptrs[r] < len(files) {
-				f := files[ptrs[r]]
+		if from == 0 {
+			for _, f := range v.Levels[0] {
+				if f.Overlaps(key, key) {
+					return false
+				}
+			}
+		}
+		for lvl := max(from, 1); lvl < manifest.NumLevels; lvl++ {
+			files := v.Levels[lvl]
+			for ptrs[lvl] < len(files) {
+				f := files[ptrs[lvl]]
 				if bytes.Compare(key, f.Largest.UserKey) <= 0 {
 					if bytes.Compare(key, f.Smallest.UserKey) >= 0 {
 						return false
 					}
 					break
 				}
-				ptrs[r]++
+				ptrs[lvl]++
 			}
 		}
 		return true

@@ -86,7 +86,7 @@ type DB struct {
 	rsMu      sync.RWMutex
 	readState *readState
 
-	// l0Seeks counts L0 sublevels positioned by iterator seeks since L0 was
+	// l0Seeks counts L0 tables positioned by iterator seeks since L0 was
 	// last compacted; l0SeekWake is set once they woke the compactor.
 	l0Seeks    atomic.Int64
 	l0SeekWake atomic.Bool
@@ -268,16 +268,12 @@ func (d *DB) replayWAL(num uint64) (logEnd, error) {
 		if mem.Empty() {
 			return nil
 		}
-		metas, err := d.writeL0(mem, d.vs.current)
+		meta, err := d.writeL0(mem, d.vs.current)
 		if err != nil {
 			return err
 		}
-		if len(metas) > 0 {
-			e := &manifest.VersionEdit{}
-			for _, meta := range metas {
-				e.Added = append(e.Added, manifest.NewFile{Level: 0, Meta: meta})
-			}
-			nv, err := d.vs.current.Apply(e)
+		if meta != nil {
+			nv, err := d.vs.current.Apply(&manifest.VersionEdit{Added: []manifest.NewFile{{Level: 0, Meta: meta}}})
 			if err != nil {
 				return err
 			}
