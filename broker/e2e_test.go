@@ -837,6 +837,7 @@ func TestHTTPHealthAndMetrics(t *testing.T) {
 		`cellcast_send_queue_drops_total 0`,
 		"cellcast_matches_unrouted_total ", // 0 or 1: the resume may come first
 		`cellcast_lsm_level_bytes{db="dualdb",level="0"}`,
+		`cellcast_lsm_l0_sublevels{db="dualdb"}`,
 		`cellcast_lsm_write_amplification{db="dualdb"}`,
 		`cellcast_lsm_block_cache_hit_ratio{db="dualdb"}`,
 		`cellcast_lsm_compaction_bytes_total{db="dualdb",dir="in"}`,

@@ -17,7 +17,7 @@ type engineCollector struct {
 	store *listdb.Store
 	names []string // per engine: "dualdb", or "pubs" and "subs"
 
-	levelBytes, levelTables, compactBytes, flushBytes, wamp, cacheHit, memtable, stalls, bgErrors *prometheus.Desc
+	levelBytes, levelTables, l0Sublevels, compactBytes, flushBytes, wamp, cacheHit, memtable, stalls, bgErrors *prometheus.Desc
 }
 
 func newEngineCollector(store *listdb.Store, names []string) *engineCollector {
@@ -27,6 +27,7 @@ func newEngineCollector(store *listdb.Store, names []string) *engineCollector {
 	return &engineCollector{store: store, names: names,
 		levelBytes:   d("level_bytes", "Bytes of tables in a level.", "level"),
 		levelTables:  d("level_tables", "Tables in a level.", "level"),
+		l0Sublevels:  d("l0_sublevels", "L0's depth: sorted runs a read may meet there; compaction starts at 4, writes stall at 12."),
 		compactBytes: d("compaction_bytes_total", "Bytes compactions read (in) and wrote (out).", "dir"),
 		flushBytes:   d("flush_bytes_total", "Bytes memtable flushes wrote."),
 		wamp:         d("write_amplification", "Bytes written to disk per byte written by the user."),
@@ -38,7 +39,7 @@ func newEngineCollector(store *listdb.Store, names []string) *engineCollector {
 }
 
 func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.levelBytes, c.levelTables, c.compactBytes, c.flushBytes, c.wamp, c.cacheHit, c.memtable, c.stalls, c.bgErrors} {
+	for _, d := range []*prometheus.Desc{c.levelBytes, c.levelTables, c.l0Sublevels, c.compactBytes, c.flushBytes, c.wamp, c.cacheHit, c.memtable, c.stalls, c.bgErrors} {
 		ch <- d
 	}
 }
@@ -51,6 +52,7 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.levelBytes, prometheus.GaugeValue, float64(m.Levels[l].Size), db, lv)
 			ch <- prometheus.MustNewConstMetric(c.levelTables, prometheus.GaugeValue, float64(m.Levels[l].NumFiles), db, lv)
 		}
+		ch <- prometheus.MustNewConstMetric(c.l0Sublevels, prometheus.GaugeValue, float64(m.L0Sublevels), db)
 		ch <- prometheus.MustNewConstMetric(c.compactBytes, prometheus.CounterValue, float64(m.CompactBytesIn), db, "in")
 		ch <- prometheus.MustNewConstMetric(c.compactBytes, prometheus.CounterValue, float64(m.CompactBytesOut), db, "out")
 		ch <- prometheus.MustNewConstMetric(c.flushBytes, prometheus.CounterValue, float64(m.FlushBytes), db)

@@ -291,7 +291,7 @@ func (d *DB) makeRoomForWrite(force bool, need int) error {
 		if d.closed {
 			return ErrClosed
 		}
-		l0 := d.vs.current.NumFiles(0)
+		l0 := d.vs.current.L0Depth()
 		switch {
 		case !slowed && l0 >= d.opts.L0SlowdownWritesThreshold:
 			// Give compaction a little room rather than stalling later.

@@ -20,6 +20,7 @@ type compaction struct {
 	inputs  [2][]*manifest.FileMetadata
 	grand   []*manifest.FileMetadata // overlapping files at level+2
 	version *manifest.Version
+	cuts    [][]byte // the base level's slices, which an L0 compaction's outputs end at
 }
 
 func (c *compaction) outputLevel() int { return c.out }
@@ -64,8 +65,8 @@ func (d *DB) compactLoop() {
 	}
 }
 
-// levelScores rates how overdue each level is. A level's fill is L0's file
-// count against L0CompactionThreshold, a deeper level's size against its
+// levelScores rates how overdue each level is. A level's fill is L0's depth
+// in sublevels against L0CompactionThreshold, a deeper level's size against its
 // target; a level is due at a fill of 1. Among due levels the one whose
 // fill is highest against the fill of the level it compacts into goes
 // first (as in Pebble): a full level below is drained before more is
@@ -74,7 +75,7 @@ func (d *DB) compactLoop() {
 func (d *DB) levelScores(v *manifest.Version) (best int, score float64, t levelTargets) {
 	t = d.opts.levelTargets(v)
 	var fill [manifest.NumLevels]float64
-	fill[0] = float64(v.NumFiles(0)) / float64(d.opts.L0CompactionThreshold)
+	fill[0] = float64(v.L0Depth()) / float64(d.opts.L0CompactionThreshold)
 	if fill[0] < 1 && d.l0SeeksDue(v) {
 		fill[0] = 1
 	}
@@ -104,9 +105,11 @@ func (d *DB) compactionDueLocked() bool {
 }
 
 // pickCompactionLocked chooses the most overdue level and a file in it: for
-// L0 the oldest file grown to every overlapping L0 file, into the base
-// level; deeper, the file that rewrites the fewest bytes below per byte it
-// moves (minOverlap), into the level below.
+// L0 the slice stack that moves the most per byte of base it rewrites
+// (l0Pick), into the base level; deeper, the file that rewrites the fewest
+// bytes below per byte it moves (minOverlap), into the level below. L0 goes whole when it is compacted
+// for its seeks, below the threshold: the seeks read every sublevel
+// wherever they land.
 func (d *DB) pickCompactionLocked() *compaction {
 	v := d.vs.current
 	level, _, t := d.levelScores(v)
@@ -117,8 +120,12 @@ func (d *DB) pickCompactionLocked() *compaction {
 	files := v.Levels[level]
 	if level == 0 {
 		c.out = t.base
-		f := files[0]
-		c.inputs[0] = v.Overlapping(0, f.Smallest.UserKey, f.Largest.UserKey)
+		c.cuts = d.currentSlices(v).cuts
+		if v.L0Depth() < d.opts.L0CompactionThreshold {
+			c.inputs[0] = files
+		} else {
+			c.inputs[0] = l0Pick(files, v.Levels[t.base], c.cuts)
+		}
 	} else {
 		c.inputs[0] = []*manifest.FileMetadata{minOverlap(v, level, files)}
 	}
@@ -243,13 +250,8 @@ func (d *DB) runCompaction(c *compaction) error {
 func (d *DB) compactRange(c *compaction, r keyRange, snaps []uint64) rangeResult {
 	iters := make([]internalIterator, 0, len(c.inputs[0])+1)
 	if c.level == 0 {
-		for i := len(c.inputs[0]) - 1; i >= 0; i-- {
-			it, err := d.newTableIter(c.inputs[0][i], nil, true)
-			if err != nil {
-				closeAll(iters)
-				return rangeResult{err: err}
-			}
-			iters = append(iters, it)
+		for _, run := range manifest.Sublevels(c.inputs[0]) {
+			iters = append(iters, &levelIter{d: d, files: run, compaction: true})
 		}
 	} else {
 		iters = append(iters, &levelIter{d: d, files: c.inputs[0], compaction: true})
@@ -269,7 +271,9 @@ func (d *DB) compactRange(c *compaction, r keyRange, snaps []uint64) rangeResult
 	grand := c.grand
 	var grandOverlap uint64
 	var seenKey bool
+	atCut := splitAt(c.cuts)
 	shouldStop := func(key []byte) bool {
+		stop := atCut != nil && atCut(key)
 		for len(grand) > 0 && bytes.Compare(key, grand[0].Largest.UserKey) > 0 {
 			if seenKey {
 				grandOverlap += grand[0].Size
@@ -277,7 +281,7 @@ func (d *DB) compactRange(c *compaction, r keyRange, snaps []uint64) rangeResult
 			grand = grand[1:]
 		}
 		seenKey = true
-		if grandOverlap > maxGrand {
+		if stop || grandOverlap > maxGrand {
 			grandOverlap = 0
 			return true
 		}
@@ -300,36 +304,29 @@ func sumSize(files []*manifest.FileMetadata) uint64 {
 	return n
 }
 
-func closeAll(iters []internalIterator) {
-	for _, it := range iters {
-		it.Close()
-	}
-}
-
 // baseLevelChecker answers, for increasing keys, whether no file at level
-// from or deeper holds the key. It advances one pointer per sorted level;
-// L0's few overlapping files are checked one by one.
+// from or deeper holds the key. It advances one pointer per sorted run: each
+// L0 sublevel and each deeper level.
 func baseLevelChecker(v *manifest.Version, from int) func([]byte) bool {
-	var ptrs [manifest.NumLevels]int
+	var runs [][]*manifest.FileMetadata
+	if from == 0 {
+		runs = append(runs, v.L0Sublevels...)
+	}
+	for lvl := max(from, 1); lvl < manifest.NumLevels; lvl++ {
+		runs = append(runs, v.Levels[lvl])
+	}
+	ptrs := make([]int, len(runs))
 	return func(key []byte) bool {
-		if from == 0 {
-			for _, f := range v.Levels[0] {
-				if f.Overlaps(key, key) {
-					return false
-				}
-			}
-		}
-		for lvl := max(from, 1); lvl < manifest.NumLevels; lvl++ {
-			files := v.Levels[lvl]
-			for ptrs[lvl] < len(files) {
-				f := files[ptrs[lvl]]
+		for r, files := range runs {
+			for ptrs[r] < len(files) {
+				f := files[ptrs[r]]
 				if bytes.Compare(key, f.Largest.UserKey) <= 0 {
 					if bytes.Compare(key, f.Smallest.UserKey) >= 0 {
 						return false
 					}
 					break
 				}
-				ptrs[lvl]++
+				ptrs[r]++
 			}
 		}
 		return true

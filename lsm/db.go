@@ -86,9 +86,10 @@ type DB struct {
 	rsMu      sync.RWMutex
 	readState *readState
 
-	// l0Seeks counts L0 tables positioned by iterator seeks since L0 was
+	// l0Seeks counts L0 sublevels positioned by iterator seeks since L0 was
 	// last compacted; l0SeekWake is set once they woke the compactor.
 	l0Seeks    atomic.Int64
+	slices     atomic.Pointer[baseSlices] // the base level's cuts (currentSlices)
 	l0SeekWake atomic.Bool
 
 	compactMu  sync.Mutex // held while a compaction runs
@@ -268,12 +269,16 @@ func (d *DB) replayWAL(num uint64) (logEnd, error) {
 		if mem.Empty() {
 			return nil
 		}
-		meta, err := d.writeL0(mem, d.vs.current)
+		metas, err := d.writeL0(mem, d.vs.current)
 		if err != nil {
 			return err
 		}
-		if meta != nil {
-			nv, err := d.vs.current.Apply(&manifest.VersionEdit{Added: []manifest.NewFile{{Level: 0, Meta: meta}}})
+		if len(metas) > 0 {
+			e := &manifest.VersionEdit{}
+			for _, meta := range metas {
+				e.Added = append(e.Added, manifest.NewFile{Level: 0, Meta: meta})
+			}
+			nv, err := d.vs.current.Apply(e)
 			if err != nil {
 				return err
 			}

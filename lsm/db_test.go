@@ -62,6 +62,17 @@ type diffRun struct {
 	snaps    []*Snapshot
 	snapMods []*model
 	keySpace int
+	// slicedL0 is set once L0 was seen holding a sublevel of more than
+	// one table: flushes were cut into slices.
+	slicedL0 bool
+}
+
+// noteL0 records whether L0 holds a sublevel of several tables.
+func (r *diffRun) noteL0() {
+	r.db.mu.Lock()
+	defer r.db.mu.Unlock()
+	v := r.db.vs.current
+	r.slicedL0 = r.slicedL0 || v.NumFiles(0) > v.L0Depth()
 }
 
 func (r *diffRun) key() []byte {
@@ -326,6 +337,7 @@ func runDifferential(t *testing.T, seed int64, ops int, withFilter bool) {
 			if err := r.db.Flush(); err != nil {
 				t.Fatal(err)
 			}
+			r.noteL0()
 		case p < 973:
 			if err := r.db.Compact(context.Background(), nil, nil); err != nil {
 				t.Fatal(err)
@@ -333,6 +345,9 @@ func runDifferential(t *testing.T, seed int64, ops int, withFilter bool) {
 		case p < 976:
 			r.reopen()
 		}
+	}
+	if !r.slicedL0 {
+		t.Error("no flush was cut into slices: L0 sublevels went untested")
 	}
 	// Final full check.
 	for k := range r.m.m {

@@ -4,8 +4,10 @@
 // Writes go to a write-ahead log (CRC-checked records, group commit, optional
 // sync per write: once one asks, an fdatasync over zeros synced ahead) and a
 // lock-free skiplist memtable; full memtables are flushed to L0 tables in the
-// background, and a background compactor merges them down through L1…L6
-// (size ratio 10, leveled like LevelDB). The MANIFEST
+// background, cut into the key slices of the base level, and a background
+// compactor merges them down a slice at a time and on through L1…L6 (size
+// ratio 10, leveled like LevelDB). L0 is read as sublevels, sorted runs of
+// disjoint tables, as Pebble's is. The MANIFEST
 // log plus CURRENT name the live files; reopening replays it and the WAL.
 //
 // Beyond Get, Set and Delete, the engine keeps value lists: Merge appends a

@@ -39,7 +39,7 @@ func (d *DB) flushOldest() error {
 		v.Ref()
 		d.mu.Unlock()
 		start := time.Now()
-		meta, touched, err := d.writeL0Table(m.Memtable, v, snaps)
+		metas, touched, err := d.writeL0Table(m.Memtable, v, snaps)
 		d.deleteObsolete(v.Unref())
 		d.mu.Lock()
 		if err != nil {
@@ -48,12 +48,12 @@ func (d *DB) flushOldest() error {
 		if touched && d.snapshotEpoch != epoch {
 			// A snapshot appeared while the filter dropped entries it may
 			// see; write the table again honouring it.
-			d.removeOutputs(meta)
+			d.removeOutputs(metas...)
 			continue
 		}
 		edit := &manifest.VersionEdit{}
-		if meta != nil {
-			edit.Added = []manifest.NewFile{{Level: 0, Meta: meta}}
+		for _, meta := range metas {
+			edit.Added = append(edit.Added, manifest.NewFile{Level: 0, Meta: meta})
 			d.m.flushBytes.Add(int64(meta.Size))
 		}
 		// Every WAL before the next memtable's is now redundant.
@@ -100,53 +100,53 @@ func (d *DB) deleteObsoleteLogs(below uint64) {
 	}
 }
 
-// writeL0 writes a memtable as one L0 table, for WAL replay (no snapshots).
-func (d *DB) writeL0(m *memtable.Memtable, v *manifest.Version) (*manifest.FileMetadata, error) {
-	meta, _, err := d.writeL0Table(m, v, nil)
-	return meta, err
+// writeL0 writes a memtable as L0 tables, for WAL replay (no snapshots).
+func (d *DB) writeL0(m *memtable.Memtable, v *manifest.Version) ([]*manifest.FileMetadata, error) {
+	metas, _, err := d.writeL0Table(m, v, nil)
+	return metas, err
 }
 
-// writeL0Table writes one L0 table from a memtable. It returns nil metadata
-// when the filter left nothing to write.
-func (d *DB) writeL0Table(m *memtable.Memtable, v *manifest.Version, snaps []uint64) (*manifest.FileMetadata, bool, error) {
+// writeL0Table writes a memtable as L0 tables, cut into the base level's
+// slices (currentSlices). It returns no tables when the filter left
+// nothing to write.
+func (d *DB) writeL0Table(m *memtable.Memtable, v *manifest.Version, snaps []uint64) ([]*manifest.FileMetadata, bool, error) {
 	ci := &compactionIter{
 		in: memIter{m.NewIter()}, merger: d.opts.Merger, filter: d.opts.CompactionFilter, shadowed: d.opts.OnShadowed,
 		level: 0, snapshots: snaps, isBase: baseLevelChecker(v, 0),
 	}
-	outs, err := d.writeTables(ci, 0, nil)
+	outs, err := d.writeTables(ci, 0, splitAt(d.currentSlices(v).cuts))
 	if err != nil {
 		return nil, false, err
 	}
-	if len(outs) == 0 {
-		return nil, ci.filterTouched, nil
-	}
-	return outs[0], ci.filterTouched, nil
+	return outs, ci.filterTouched, nil
 }
 
 // writeTables drains ci into new tables, starting a new one past
-// targetSize (0: never) at a user-key boundary, or when shouldStop says the
-// next key would overlap too much of the grandparent level.
+// targetSize (0: never) at a user-key boundary, or where shouldStop says
+// so. shouldStop sees every user key, the first included.
 func (d *DB) writeTables(ci *compactionIter, targetSize uint64, shouldStop func(key []byte) bool) ([]*manifest.FileMetadata, error) {
 	var outs []*manifest.FileMetadata
 	var w *sstable.Writer
 	var cur *outputFile
+	syncer := newTableSyncer()
 	finish := func() error {
 		if w == nil {
 			return nil
 		}
-		meta, err := cur.finish(w)
-		w, cur = nil, nil
-		if err != nil {
-			return err
+		meta, err := cur.finish(d.fs, w)
+		if err == nil {
+			syncer.start(cur)
+			outs = append(outs, meta)
 		}
-		outs = append(outs, meta)
-		return nil
+		w, cur = nil, nil
+		return err
 	}
 	fail := func(err error) ([]*manifest.FileMetadata, error) {
 		if cur != nil {
 			cur.f.Close()
 			d.fs.Remove(cur.path)
 		}
+		syncer.wait()
 		d.removeOutputs(outs...)
 		return nil, err
 	}
@@ -154,7 +154,8 @@ func (d *DB) writeTables(ci *compactionIter, targetSize uint64, shouldStop func(
 	for ok := ci.first(); ok; ok = ci.next() {
 		k, v := ci.current()
 		newKey := lastKey == nil || !bytes.Equal(k.UserKey, lastKey)
-		if w != nil && newKey && ((targetSize > 0 && w.EstimatedSize() >= targetSize) || (shouldStop != nil && shouldStop(k.UserKey))) {
+		stop := newKey && shouldStop != nil && shouldStop(k.UserKey)
+		if w != nil && newKey && (stop || (targetSize > 0 && w.EstimatedSize() >= targetSize)) {
 			if err := finish(); err != nil {
 				return fail(err)
 			}
@@ -177,6 +178,9 @@ func (d *DB) writeTables(ci *compactionIter, targetSize uint64, shouldStop func(
 		return fail(ci.err)
 	}
 	if err := finish(); err != nil {
+		return fail(err)
+	}
+	if err := syncer.wait(); err != nil {
 		return fail(err)
 	}
 	if len(outs) > 0 {

@@ -2,7 +2,6 @@ package lsm
 
 import (
 	"bytes"
-	"sort"
 
 	"github.com/seed84792017/cellcast/lsm/internal/base"
 	"github.com/seed84792017/cellcast/lsm/internal/manifest"
@@ -57,19 +56,16 @@ func (d *DB) get(key []byte, seq uint64) ([]byte, error) {
 		}
 	}
 	v := rs.version
-	l0 := v.Levels[0]
-	for i := len(l0) - 1; i >= 0; i-- {
-		if f := l0[i]; f.Overlaps(key, key) {
+	for i := len(v.L0Sublevels) - 1; i >= 0; i-- {
+		if f := manifest.Find(v.L0Sublevels[i], key); f != nil {
 			if err := d.getFromTable(f, &g); err != nil || g.done {
 				return g.resultOrErr(d, err)
 			}
 		}
 	}
 	for lvl := 1; lvl < manifest.NumLevels; lvl++ {
-		files := v.Levels[lvl]
-		i := sort.Search(len(files), func(i int) bool { return bytes.Compare(files[i].Largest.UserKey, key) >= 0 })
-		if i < len(files) && files[i].Overlaps(key, key) {
-			if err := d.getFromTable(files[i], &g); err != nil || g.done {
+		if f := manifest.Find(v.Levels[lvl], key); f != nil {
+			if err := d.getFromTable(f, &g); err != nil || g.done {
 				return g.resultOrErr(d, err)
 			}
 		}

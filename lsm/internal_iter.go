@@ -102,6 +102,13 @@ func (l *levelIter) open(idx int) {
 	l.cur = &l.ti
 }
 
+// detach drops every reference l holds, keeping its table iterator's
+// buffers for the next use.
+func (l *levelIter) detach() {
+	l.ti.Iter.Detach()
+	*l = levelIter{ti: tableIter{Iter: l.ti.Iter}}
+}
+
 func (l *levelIter) closeCur() {
 	if l.cur != nil {
 		l.cur.Close()

@@ -9,14 +9,14 @@ import (
 )
 
 // iterAlloc holds what an Iterator reads through: the merging iterator
-// and one child per memtable, L0 table and level, reused from iterator to
+// and one child per memtable, L0 sublevel and level, reused from iterator to
 // iterator (as Pebble's iterAlloc is), so that a seek allocates only the
 // blocks it reads from disk.
 type iterAlloc struct {
 	merging mergingIter
 	iters   []internalIterator
 	mems    []memtable.Iter
-	l0      []tableIter
+	l0      []levelIter // by L0 sublevel, newest first
 	levels  [manifest.NumLevels]levelIter
 	// key is the Iterator's key buffer, kept from one to the next.
 	key []byte
@@ -35,15 +35,12 @@ func (a *iterAlloc) build(d *DB, rs *readState, filters []sstable.BlockPropertyF
 			a.iters = append(a.iters, memIter{&a.mems[i]})
 		}
 	}
-	l0 := rs.version.Levels[0]
-	a.l0 = grow(a.l0, len(l0))
-	for i := range l0 {
-		t := &a.l0[i]
-		if err := t.open(d, l0[len(l0)-1-i], filters, false); err != nil {
-			a.release()
-			return nil, err
-		}
-		a.iters = append(a.iters, t)
+	subs := rs.version.L0Sublevels
+	a.l0 = grow(a.l0, len(subs))
+	for i := range subs {
+		l := &a.l0[i]
+		*l = levelIter{d: d, files: subs[len(subs)-1-i], filters: filters, ti: l.ti}
+		a.iters = append(a.iters, l)
 	}
 	for lvl := 1; lvl < manifest.NumLevels; lvl++ {
 		if files := rs.version.Levels[lvl]; len(files) > 0 {
@@ -68,13 +65,10 @@ func (a *iterAlloc) release() {
 	clear(a.mems)
 	a.key = a.key[:0]
 	for i := range a.l0 {
-		a.l0[i].Iter.Detach()
-		a.l0[i].f = nil
+		a.l0[i].detach()
 	}
 	for i := range a.levels {
-		l := &a.levels[i]
-		l.ti.Iter.Detach()
-		*l = levelIter{ti: tableIter{Iter: l.ti.Iter}}
+		a.levels[i].detach()
 	}
 	iterAllocPool.Put(a)
 }

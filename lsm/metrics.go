@@ -37,6 +37,8 @@ type LevelMetrics struct {
 // benchmarks.
 type Metrics struct {
 	Levels [NumLevels]LevelMetrics
+	// L0Sublevels is L0's depth: what L0 compaction and write stalls count.
+	L0Sublevels int
 
 	MemTableSize    int64
 	MemTableCount   int // immutable memtables waiting for a flush, plus one
@@ -106,6 +108,7 @@ func (d *DB) Metrics() *Metrics {
 	for lvl := range m.Levels {
 		m.Levels[lvl] = LevelMetrics{NumFiles: v.NumFiles(lvl), Size: v.LevelSize(lvl), BytesIn: uint64(d.m.levelBytesIn[lvl].Load())}
 	}
+	m.L0Sublevels = v.L0Depth()
 	m.MemTableSize = d.mem.Size()
 	for _, im := range d.imm {
 		m.MemTableSize += im.Size()
@@ -148,8 +151,10 @@ func (m *Metrics) String() string {
 	for lvl, l := range m.Levels {
 		fmt.Fprintf(&b, "L%d   %7d %11d %12d\n", lvl, l.NumFiles, l.Size, l.BytesIn)
 	}
-	fmt.Fprintf(&b, "user %d B, WAL %d B, flushed %d B (%d), compacted %d B -> %d B (%d, %d moves), w-amp %.2f\n",
-		m.UserBytes, m.WALBytes, m.FlushBytes, m.FlushCount, m.CompactBytesIn, m.CompactBytesOut, m.CompactCount, m.CompactMoves, m.WriteAmp())
+	fmt.Fprintf(&b, "L0 sublevels %d\n", m.L0Sublevels)
+	fmt.Fprintf(&b, "user %d B, WAL %d B, flushed %d B (%d, %s), compacted %d B -> %d B (%d, %d moves, %s), w-amp %.2f\n",
+		m.UserBytes, m.WALBytes, m.FlushBytes, m.FlushCount, m.FlushDuration.Round(time.Millisecond),
+		m.CompactBytesIn, m.CompactBytesOut, m.CompactCount, m.CompactMoves, m.CompactDuration.Round(time.Millisecond), m.WriteAmp())
 	fmt.Fprintf(&b, "blocks: cache %d disk %d; filter: negatives %d positives %d false-positives %d; stalls %d (%s), slowdowns %d\n",
 		m.BlocksFromCache, m.BlocksFromDisk, m.FilterNegatives, m.FilterPositives, m.FilterFalsePositives, m.WriteStalls, m.WriteStallDuration, m.WriteSlowdowns)
 	if m.BackgroundErrors > 0 {

@@ -106,15 +106,15 @@ type Options struct {
 	// flush before writes stall. Default 2.
 	MemTableStopWritesThreshold int
 
-	// L0CompactionThreshold is the L0 file count that makes L0 compaction
-	// due. Default 4.
+	// L0CompactionThreshold is the L0 depth (sublevels: how many tables a
+	// read of one key may meet in L0) that makes L0 compaction due. Default 4.
 	L0CompactionThreshold int
-	// L0SlowdownWritesThreshold delays each write by 1ms once L0 has this
-	// many files. Default 12, the stop threshold: like Pebble, writes run at
+	// L0SlowdownWritesThreshold delays each write by 1ms once L0 is this
+	// many sublevels deep. Default 12, the stop threshold: like Pebble, writes run at
 	// full speed until they must stall (an L0 compaction into a 64 MiB base
 	// level takes long enough for early delays to cost more than they buy).
 	L0SlowdownWritesThreshold int
-	// L0StopWritesThreshold stalls writes at this many L0 files. Default 12.
+	// L0StopWritesThreshold stalls writes at this L0 depth. Default 12.
 	L0StopWritesThreshold int
 	// LBaseMaxBytes is the base level's target size: the level L0
 	// compacts into, the highest one with data (see levelTargets). Each

@@ -3,6 +3,7 @@ package lsm
 import (
 	"bufio"
 	"fmt"
+	"sync"
 
 	"github.com/seed84792017/cellcast/lsm/internal/manifest"
 	"github.com/seed84792017/cellcast/lsm/sstable"
@@ -28,25 +29,66 @@ func (d *DB) newOutputFile() (*outputFile, error) {
 	return &outputFile{num: num, path: path, f: f, w: bufio.NewWriterSize(f, 256<<10)}, nil
 }
 
-// finish completes the table, syncs and closes the file.
-func (o *outputFile) finish(w *sstable.Writer) (*manifest.FileMetadata, error) {
+// finish completes the table and writes it out; a tableSyncer then syncs
+// and closes the file. On error the file is closed and removed.
+func (o *outputFile) finish(fs vfs.FS, w *sstable.Writer) (*manifest.FileMetadata, error) {
 	meta, err := w.Close()
 	if err == nil {
 		err = o.w.Flush()
 	}
-	if err == nil {
-		err = o.f.Sync()
-	}
-	if cerr := o.f.Close(); err == nil {
-		err = cerr
-	}
 	if err != nil {
+		o.f.Close()
+		fs.Remove(o.path)
 		return nil, fmt.Errorf("writing %s: %w", o.path, err)
 	}
 	return &manifest.FileMetadata{
 		Num: o.num, Size: meta.Size, Smallest: meta.Smallest, Largest: meta.Largest,
 		SmallestSeq: meta.Props.SmallestSeq, LargestSeq: meta.Props.LargestSeq,
 	}, nil
+}
+
+// tableSyncer syncs and closes finished tables in the background, up to
+// maxTableSyncs at once, while the next table is written. Syncs in flight
+// together share the file system's journal commits: a flush cut into
+// slices, or a compaction's run of tables, pays for about one sync rather
+// than one after another per table.
+type tableSyncer struct {
+	wg  sync.WaitGroup
+	sem chan struct{}
+	mu  sync.Mutex
+	err error
+}
+
+const maxTableSyncs = 8
+
+func newTableSyncer() *tableSyncer {
+	return &tableSyncer{sem: make(chan struct{}, maxTableSyncs)}
+}
+
+func (s *tableSyncer) start(o *outputFile) {
+	s.sem <- struct{}{}
+	s.wg.Add(1)
+	go func() {
+		defer func() { <-s.sem; s.wg.Done() }()
+		err := o.f.Sync()
+		if cerr := o.f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			s.mu.Lock()
+			if s.err == nil {
+				s.err = fmt.Errorf("writing %s: %w", o.path, err)
+			}
+			s.mu.Unlock()
+		}
+	}()
+}
+
+// wait returns once every table started is synced and closed, with the
+// first error.
+func (s *tableSyncer) wait() error {
+	s.wg.Wait()
+	return s.err
 }
 
 // logAndApply records edit in the MANIFEST and makes the resulting version

@@ -33,6 +33,7 @@ func TestAFullLevelBelowDrainsFirst(t *testing.T) {
 		v := versionWith(map[int]uint64{6: 500 << 20})
 		v.Levels[5] = []*manifest.FileMetadata{{Num: 50, Size: tc.l5}}
 		v.Levels[0] = l0(tc.l0)
+		v.L0Sublevels = manifest.Sublevels(v.Levels[0])
 		if best, _, _ := d.levelScores(v); best != tc.best {
 			t.Errorf("L0 %d files, L5 %d MiB: picked L%d, want L%d (%s)", tc.l0, tc.l5>>20, best, tc.best, tc.cause)
 		}

@@ -2,7 +2,7 @@ package lsm
 
 import "github.com/seed84792017/cellcast/lsm/internal/manifest"
 
-// An iterator's seek reads a block of every L0 table, so an L0 below the
+// An iterator's seek reads a block of every L0 sublevel, so an L0 below the
 // compaction threshold can still cost each seek several block reads for as
 // long as no writes arrive to fill it. Like LevelDB's seek compactions and
 // Pebble's read-triggered ones, seeks spend a budget; once they have cost
@@ -13,7 +13,7 @@ import "github.com/seed84792017/cellcast/lsm/internal/manifest"
 // estimate of 16 KiB.
 const seekCost = 16 << 10
 
-// l0SeekBudget is how many L0 table seeks v may take before its L0 is
+// l0SeekBudget is how many L0 sublevel seeks v may take before its L0 is
 // worth compacting; 0 when L0 is empty.
 func (d *DB) l0SeekBudget(v *manifest.Version) int64 {
 	if v.NumFiles(0) == 0 {
@@ -23,10 +23,10 @@ func (d *DB) l0SeekBudget(v *manifest.Version) int64 {
 	return int64(v.LevelSize(0)+v.LevelSize(t.base))/seekCost + 1
 }
 
-// noteL0Seeks charges a seek of rs's L0 tables and wakes the compactor
+// noteL0Seeks charges a seek of rs's L0 sublevels and wakes the compactor
 // when the budget runs out.
 func (d *DB) noteL0Seeks(rs *readState) {
-	n := int64(len(rs.version.Levels[0]))
+	n := int64(rs.version.L0Depth())
 	if n == 0 || d.l0Seeks.Add(n) < rs.l0SeekBudget || !d.l0SeekWake.CompareAndSwap(false, true) {
 		return
 	}

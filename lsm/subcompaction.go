@@ -7,9 +7,9 @@ import (
 	"github.com/seed84792017/cellcast/lsm/internal/manifest"
 )
 
-// A compaction of L0 into the base level reads every L0 table whole (their
-// keys interleave), so unlike a deeper level's it cannot be cut into
-// compactions of disjoint files. It is cut by key instead, as RocksDB's
+// A compaction of L0 into the base level reads L0 tables that overlap one
+// another, so unlike a deeper level's it cannot be cut into compactions of
+// disjoint files. It is cut by key instead, as RocksDB's
 // subcompactions are: at boundaries of the base level's tables, into up to
 // CompactConcurrency ranges that run at once, each reading only its range
 // of every input. All ranges install as one edit, so L0 drains in the
@@ -30,7 +30,7 @@ const minSubFiles = 2
 // last, cutting every L0 compaction raised write amplification from 3.0
 // to 3.5 for no gain in throughput. A backlog is what slows writes down.
 func (d *DB) backlogged(c *compaction) bool {
-	return c.level == 0 && len(c.inputs[0]) >= 2*d.opts.L0CompactionThreshold
+	return c.level == 0 && len(manifest.Sublevels(c.inputs[0])) >= 2*d.opts.L0CompactionThreshold
 }
 
 // subRanges cuts c's keys for its subcompactions: a single open range

@@ -36,19 +36,25 @@ func TestL0CompactionsRunInRanges(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The base level fills with tables.
-	db := mustOpen(t, "/db", smallOptions(fs))
+	// The base level fills with tables, enough that L0's slices span
+	// several (ranges need a slice of four).
+	opts := func() *Options {
+		o := smallOptions(fs)
+		o.LBaseMaxBytes = 4 << 20
+		return o
+	}
+	db := mustOpen(t, "/db", opts())
 	write(db, 40000, nil)
 	closeDB(db)
 	// L0 backs up under a threshold no flush reaches: only a backlogged
 	// L0 (twice its threshold) is cut into ranges, and a run whose
 	// compactions keep up may never have one.
-	held := smallOptions(fs)
+	held := opts()
 	held.L0CompactionThreshold, held.L0SlowdownWritesThreshold, held.L0StopWritesThreshold = 1000, 1000, 1000
 	db = mustOpen(t, "/db", held)
 	write(db, 10000, nil)
 	closeDB(db)
-	db = mustOpen(t, "/db", smallOptions(fs))
+	db = mustOpen(t, "/db", opts())
 	defer db.Close()
 	plans := checkSubRanges(t, db)
 	snap, atSnap := db.NewSnapshot(), m.clone()

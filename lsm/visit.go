@@ -2,7 +2,6 @@ package lsm
 
 import (
 	"bytes"
-	"sort"
 
 	"github.com/seed84792017/cellcast/lsm/internal/base"
 	"github.com/seed84792017/cellcast/lsm/internal/manifest"
@@ -104,19 +103,16 @@ func (d *DB) VisitKey(key []byte, o *VisitOptions, fn func(*Fragment) VisitDecis
 		}
 		return it.Error() != nil, it.Error()
 	}
-	l0 := v.Levels[0]
-	for i := len(l0) - 1; i >= 0; i-- {
-		if l0[i].Overlaps(key, key) {
-			if stop, err := visitFile(l0[i], 0); stop || err != nil {
+	for i := len(v.L0Sublevels) - 1; i >= 0; i-- {
+		if f := manifest.Find(v.L0Sublevels[i], key); f != nil {
+			if stop, err := visitFile(f, 0); stop || err != nil {
 				return err
 			}
 		}
 	}
 	for lvl := 1; lvl < manifest.NumLevels; lvl++ {
-		files := v.Levels[lvl]
-		i := sort.Search(len(files), func(i int) bool { return bytes.Compare(files[i].Largest.UserKey, key) >= 0 })
-		if i < len(files) && files[i].Overlaps(key, key) {
-			if stop, err := visitFile(files[i], lvl); stop || err != nil {
+		if f := manifest.Find(v.Levels[lvl], key); f != nil {
+			if stop, err := visitFile(f, lvl); stop || err != nil {
 				return err
 			}
 		}

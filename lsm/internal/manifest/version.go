@@ -43,7 +43,9 @@ func (m *FileMetadata) Overlaps(lo, hi []byte) bool {
 // Version is an immutable set of files per level.
 type Version struct {
 	Levels [NumLevels][]*FileMetadata
-	refs   atomic.Int32
+	// L0Sublevels is Levels[0] sorted into sublevels, oldest first.
+	L0Sublevels [][]*FileMetadata
+	refs        atomic.Int32
 }
 
 // Ref adds a reference.
@@ -114,6 +116,7 @@ func (v *Version) sortAndCheck() error {
 		}
 		return l0[i].Num < l0[j].Num
 	})
+	v.L0Sublevels = Sublevels(l0)
 	for lvl := 1; lvl < NumLevels; lvl++ {
 		files := v.Levels[lvl]
 		sort.Slice(files, func(i, j int) bool { return base.Compare(files[i].Smallest, files[j].Smallest) < 0 })
