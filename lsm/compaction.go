@@ -65,11 +65,11 @@ func (d *DB) compactLoop() {
 	}
 }
 
-// levelScores rates how overdue each level is. A level's fill is L0's depth
-// in sublevels against L0CompactionThreshold, a deeper level's size against its
-// target; a level is due at a fill of 1. Among due levels the one whose
-// fill is highest against the fill of the level it compacts into goes
-// first (as in Pebble): a full level below is drained before more is
+// levelScores rates how overdue each level is. A level's fill is L0's
+// depth in sublevels against L0CompactionThreshold, a deeper level's size
+// against its target; a level is due at a fill of 1. Among due levels the
+// one whose fill is highest against the fill of the level it compacts into
+// goes first (as in Pebble): a full level below is drained before more is
 // pushed into it, so a move from above does not merge with a level grown
 // past its target. The last level is never a source.
 func (d *DB) levelScores(v *manifest.Version) (best int, score float64, t levelTargets) {
@@ -107,9 +107,9 @@ func (d *DB) compactionDueLocked() bool {
 // pickCompactionLocked chooses the most overdue level and a file in it: for
 // L0 the slice stack that moves the most per byte of base it rewrites
 // (l0Pick), into the base level; deeper, the file that rewrites the fewest
-// bytes below per byte it moves (minOverlap), into the level below. L0 goes whole when it is compacted
-// for its seeks, below the threshold: the seeks read every sublevel
-// wherever they land.
+// bytes below per byte it moves (minOverlap), into the level below. L0
+// goes whole when it is compacted for its seeks, below the threshold: the
+// seeks read every sublevel wherever they land.
 func (d *DB) pickCompactionLocked() *compaction {
 	v := d.vs.current
 	level, _, t := d.levelScores(v)
