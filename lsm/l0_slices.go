@@ -52,17 +52,19 @@ func (d *DB) currentSlices(v *manifest.Version) *baseSlices {
 	return s
 }
 
-// fits reports whether s still serves base: same level and slice count,
-// every cut a table boundary, every slice within a factor of two of its
-// share of the level.
+// fits reports whether s still serves base: same level, a slice count
+// within one of want (so a level whose size hovers between two counts
+// keeps its cuts), every cut a table boundary, every slice within a factor
+// of two of its share of the level.
 func (s *baseSlices) fits(level int, base []*manifest.FileMetadata, want int) bool {
-	if s.level != level || len(s.cuts)+1 != want {
+	n := len(s.cuts) + 1
+	if s.level != level || n < want-1 || n > want+1 {
 		return false
 	}
-	if want == 1 {
+	if n == 1 {
 		return true
 	}
-	share := sumSize(base) / uint64(want)
+	share := sumSize(base) / uint64(n)
 	var sizes [maxSlices]uint64
 	j := 0
 	for _, t := range base {
@@ -74,8 +76,8 @@ func (s *baseSlices) fits(level int, base []*manifest.FileMetadata, want int) bo
 		}
 		sizes[j] += t.Size
 	}
-	for _, n := range sizes[:want] {
-		if n < share/2 || n > 2*share {
+	for _, size := range sizes[:n] {
+		if size < share/2 || size > 2*share {
 			return false
 		}
 	}

@@ -78,7 +78,8 @@ func slicesOf(b []*manifest.FileMetadata, cuts [][]byte) []int {
 }
 
 // TestCutsSplitTheBaseLevelBySize: the cuts are the rule restated, and on
-// base levels of tables of similar size they fit what they were cut for.
+// base levels of tables of similar size they fit what they were cut for
+// and a count one away, not two.
 func TestCutsSplitTheBaseLevelBySize(t *testing.T) {
 	rng := rand.New(rand.NewSource(2))
 	for round := 0; round < 500; round++ {
@@ -101,8 +102,11 @@ func TestCutsSplitTheBaseLevelBySize(t *testing.T) {
 		if !s.fits(5, even, want) {
 			t.Fatalf("round %d: %d fresh slices of %d even tables do not fit", round, want, len(even))
 		}
-		if s.fits(4, even, want) || s.fits(5, even, want%maxSlices+1) {
-			t.Fatalf("round %d: slices fit another level or count", round)
+		if s.fits(4, even, want) || s.fits(5, even, want+2) || (want > 2 && s.fits(5, even, want-2)) {
+			t.Fatalf("round %d: slices fit another level or a count two away", round)
+		}
+		if !s.fits(5, even, want+1) || (want > 1 && !s.fits(5, even, want-1)) {
+			t.Fatalf("round %d: slices do not fit a count one away", round)
 		}
 	}
 }
