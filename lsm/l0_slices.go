@@ -90,10 +90,10 @@ func balancedCuts(base []*manifest.FileMetadata, want int) [][]byte {
 	total := sumSize(base)
 	var cuts [][]byte
 	var run uint64
-	for i, t := range base[:max(len(base)-1, 0)] {
+	for _, t := range base[:max(len(base)-1, 0)] {
 		run += t.Size
 		if len(cuts) < want-1 && run*uint64(want) >= total*uint64(len(cuts)+1) {
-			cuts = append(cuts, base[i].Largest.UserKey)
+			cuts = append(cuts, t.Largest.UserKey)
 		}
 	}
 	return cuts
