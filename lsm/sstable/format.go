@@ -114,10 +114,14 @@ func encodeBlock(raw []byte, c Compression, scratch []byte) ([]byte, []byte) {
 			out, typ = scratch, compressionSnappy
 		}
 	}
-	var tr [trailerLen]byte
-	tr[0] = typ
-	binary.LittleEndian.PutUint32(tr[1:], record.Checksum(typ, out))
-	return append(out, tr[:]...), scratch
+	return appendTrailer(out, typ), scratch
+}
+
+// appendTrailer appends a block's trailer: its compression type and the
+// checksum of both.
+func appendTrailer(payload []byte, typ byte) []byte {
+	payload = append(payload, typ)
+	return binary.LittleEndian.AppendUint32(payload, record.Checksum(typ, payload[:len(payload)-1]))
 }
 
 // decodeBlock verifies a stored block (payload plus trailer) and returns the

@@ -2,13 +2,10 @@ package sstable
 
 import (
 	"bytes"
-	"encoding/binary"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/golang/snappy"
-
-	"github.com/seed84792017/cellcast/lsm/record"
 )
 
 // randomBlock is a block's worth of the shapes tables hold: runs of shared
@@ -56,11 +53,8 @@ func TestBlocksAreStandardSnappy(t *testing.T) {
 		}
 
 		// A block compressed by the reference encoder, with its trailer.
-		ref := snappy.Encode(nil, raw)
-		var tr [trailerLen]byte
-		tr[0] = compressionSnappy
-		binary.LittleEndian.PutUint32(tr[1:], record.Checksum(compressionSnappy, ref))
-		got, err := decodeBlock(append(ref, tr[:]...), nil, "t", 0)
+		ref := appendTrailer(snappy.Encode(nil, raw), compressionSnappy)
+		got, err := decodeBlock(ref, nil, "t", 0)
 		if err != nil || !bytes.Equal(got, raw) {
 			t.Fatalf("block %d: a golang/snappy block does not decode (err %v)", i, err)
 		}
