@@ -29,14 +29,15 @@ type filter struct {
 	k     uint32
 }
 
-// encodeFilter builds the filter of keys with bitsPerKey bits each.
-func encodeFilter(keys [][]byte, bitsPerKey int) []byte {
-	n := max(len(keys), 1)
+// encodeFilter builds the filter of the keys hashed (hash64) with
+// bitsPerKey bits each.
+func encodeFilter(hashes []uint64, bitsPerKey int) []byte {
+	n := max(len(hashes), 1)
 	blocks := uint32((n*bitsPerKey + filterBlockBits - 1) / filterBlockBits)
 	k := uint32(math.Round(float64(bitsPerKey) * math.Ln2))
 	f := filter{words: make([]uint64, int(blocks)*filterBlockWords), k: max(1, min(k, maxFilterProbes))}
-	for _, key := range keys {
-		f.add(hash64(key))
+	for _, h := range hashes {
+		f.add(h)
 	}
 	out := make([]byte, 0, filterHeader+8*len(f.words))
 	out = binary.LittleEndian.AppendUint32(out, f.k)

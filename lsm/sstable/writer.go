@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/seed84792017/cellcast/lsm/internal/base"
 )
@@ -47,10 +48,12 @@ type Writer struct {
 	index   blockWriter
 	scratch []byte
 	props   Properties
-	// filterKeys holds each distinct user key once, back to back; filterEnds
-	// marks where each ends.
-	filterKeys []byte
-	filterEnds []int
+	// filterHashes holds the hash of each distinct user key and filter
+	// prefix, taken as it is added: the filter's size follows from their
+	// count, known only at Close. Eight bytes a key, pooled across tables,
+	// where copying the keys themselves cost a flush or compaction a
+	// growing buffer's copies.
+	filterHashes *[]uint64
 	// prefixes holds the filter prefixes of this key (as far as named yet)
 	// and of the two before it, in the order FilterPrefixes names them;
 	// addPrefix is w.addFilterPrefix, bound once.
@@ -123,8 +126,25 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 }
 
 func (w *Writer) addFilterKey(k []byte) {
-	w.filterKeys = append(w.filterKeys, k...)
-	w.filterEnds = append(w.filterEnds, len(w.filterKeys))
+	if w.filterHashes == nil {
+		w.filterHashes = hashPool.Get().(*[]uint64)
+	}
+	*w.filterHashes = append(*w.filterHashes, hash64(k))
+}
+
+// hashPool keeps filter hash slices from one table to the next; a slice
+// past maxPooledHashes (32 MiB) is left to the collector.
+var hashPool = sync.Pool{New: func() any { return new([]uint64) }}
+
+const maxPooledHashes = 4 << 20
+
+// releaseHashes gives the filter's hashes back to the pool.
+func (w *Writer) releaseHashes() {
+	if h := w.filterHashes; h != nil && cap(*h) <= maxPooledHashes {
+		*h = (*h)[:0]
+		hashPool.Put(h)
+	}
+	w.filterHashes = nil
 }
 
 // addFilterPrefix adds a prefix unless one of the two previous keys named
@@ -233,12 +253,12 @@ func (w *Writer) Close() (Meta, error) {
 	f.version = FormatVersion
 	var err error
 	if w.opts.BloomBitsPerKey > 0 {
-		keys := make([][]byte, len(w.filterEnds))
-		start := 0
-		for i, end := range w.filterEnds {
-			keys[i], start = w.filterKeys[start:end], end
+		var hashes []uint64
+		if w.filterHashes != nil {
+			hashes = *w.filterHashes
 		}
-		raw := encodeFilter(keys, w.opts.BloomBitsPerKey)
+		raw := encodeFilter(hashes, w.opts.BloomBitsPerKey)
+		w.releaseHashes()
 		w.props.FilterSize = uint64(len(raw))
 		if f.filter, err = w.writeBlock(raw, NoCompression); err != nil {
 			return Meta{}, err
