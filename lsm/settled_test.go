@@ -10,11 +10,13 @@ import (
 // TestSettledKeysAgainstAMap walks random components as a range visit
 // does (each in key order, several fragments per key) and settles keys
 // at random; has must agree with a map of everything settled so far.
+// Each trial takes its set from the pool the last one released it to, so
+// a set pooled again must come back holding nothing.
 func TestSettledKeysAgainstAMap(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	earlier := 0 // hits on keys settled in an earlier component
 	for trial := range 300 {
-		var s settledKeys
+		s := getSettled()
 		oracle := map[string]bool{}
 		for range 1 + rng.Intn(8) { // components
 			before := maps.Clone(oracle)
@@ -47,6 +49,7 @@ func TestSettledKeysAgainstAMap(t *testing.T) {
 			}
 			s.endComponent()
 		}
+		s.release()
 	}
 	if earlier == 0 {
 		t.Fatal("no key settled in one component met in a later one: the test tells nothing")

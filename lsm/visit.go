@@ -136,7 +136,8 @@ func (d *DB) VisitRange(lo, hi []byte, o *VisitOptions, fn func(*Fragment) Visit
 	}
 	defer rs.unref()
 	// settled holds keys whose older fragments must not be visited.
-	var settled settledKeys
+	settled := getSettled()
+	defer settled.release()
 	var fr Fragment
 	// walk visits one component; it returns false once fn said stop.
 	walk := func(it internalIterator, level int, num uint64) (bool, error) {
