@@ -510,3 +510,29 @@ func TestFilterPrefixesAllPresent(t *testing.T) {
 		t.Fatalf("%d prefixes added for %d distinct ones (%d named)", added, len(distinct), named)
 	}
 }
+
+// A table's filter hashes come from a pool: a writer takes the slice the
+// writer before it gave back, and must write the same bytes for the same
+// entries, not a filter that still holds the keys of the table before.
+func TestFilterHashesPooledEmpty(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	write := func(ents []kv) []byte {
+		var buf bytes.Buffer
+		w := NewWriter(&buf, WriterOptions{})
+		for _, e := range ents {
+			if err := w.Add(e.k, e.v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	a, b := randEntries(rng, 2000), randEntries(rng, 500)
+	first := write(a)
+	write(b)
+	if again := write(a); !bytes.Equal(first, again) {
+		t.Fatalf("the same entries wrote a different table after another table (%d bytes, then %d)", len(first), len(again))
+	}
+}
