@@ -126,6 +126,9 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 }
 
 func (w *Writer) addFilterKey(k []byte) {
+	if w.opts.BloomBitsPerKey <= 0 {
+		return
+	}
 	if w.filterHashes == nil {
 		w.filterHashes = hashPool.Get().(*[]uint64)
 	}
