@@ -138,7 +138,7 @@ func Open(dir string, cfg Config) (*Catalog, error) {
 		c.types[ix.Attr] = typ
 		attrs = append(attrs, secondary.Attr{Name: column(ix.Attr), Type: typ, Strategy: ix.Strategy})
 	}
-	t, err := secondary.Open(dir, secondary.Config{Attrs: attrs, Options: cfg.Options, Sync: cfg.Sync})
+	t, err := secondary.Open(dir, secondary.Config{Attrs: attrs, Options: engineOptions(cfg), Sync: cfg.Sync})
 	if errors.Is(err, secondary.ErrConfig) {
 		return nil, fmt.Errorf("%w: %w", ErrBadIndexes, err)
 	}
@@ -152,6 +152,26 @@ func Open(dir string, cfg Config) (*Catalog, error) {
 	}
 	go c.janitor(every)
 	return c, nil
+}
+
+// unsyncedFlushDelay is how long an unsynced catalog's writes wait in
+// memory before they reach the OS. Reconcile rebuilds whatever a crash
+// loses from the store, so the catalog trades that window for one write(2)
+// per engine every 20 ms instead of one every 500µs under load (the
+// flushers were 4% of a publication-heavy broker's CPU).
+const unsyncedFlushDelay = 20 * time.Millisecond
+
+// engineOptions are cfg's engine options, with the unsynced flush delay
+// unless cfg sets its own.
+func engineOptions(cfg Config) *lsm.Options {
+	var o lsm.Options
+	if cfg.Options != nil {
+		o = *cfg.Options
+	}
+	if !cfg.Sync && o.WALFlushDelay == 0 {
+		o.WALFlushDelay = unsyncedFlushDelay
+	}
+	return &o
 }
 
 // Close stops the janitor and closes the table.

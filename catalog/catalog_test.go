@@ -11,6 +11,7 @@ import (
 
 	"github.com/seed84792017/cellcast/dewey"
 	"github.com/seed84792017/cellcast/geo"
+	"github.com/seed84792017/cellcast/lsm"
 	"github.com/seed84792017/cellcast/secondary"
 	"github.com/seed84792017/cellcast/subscriptions"
 )
@@ -248,5 +249,31 @@ func TestFarTimeBoundsMeanTheEnds(t *testing.T) {
 		if err != nil || len(got) != 1 {
 			t.Fatalf("%s to %s: %d found, %v", r[0], r[1], len(got), err)
 		}
+	}
+}
+
+// TestEngineFlushDelay: an unsynced catalog lets its engines' unsynced
+// writes wait 20 ms (Reconcile rebuilds what a crash loses); a synced one,
+// or a caller's own delay, is left alone, and the caller's options are
+// not changed.
+func TestEngineFlushDelay(t *testing.T) {
+	mine := &lsm.Options{BlockCacheSize: 1 << 20}
+	cases := []struct {
+		name string
+		cfg  Config
+		want time.Duration
+	}{
+		{"unsynced", Config{}, unsyncedFlushDelay},
+		{"unsynced with options", Config{Options: mine}, unsyncedFlushDelay},
+		{"synced", Config{Sync: true}, 0},
+		{"caller's delay", Config{Options: &lsm.Options{WALFlushDelay: time.Millisecond}}, time.Millisecond},
+	}
+	for _, c := range cases {
+		if got := engineOptions(c.cfg).WALFlushDelay; got != c.want {
+			t.Errorf("%s: WALFlushDelay %v, want %v", c.name, got, c.want)
+		}
+	}
+	if mine.WALFlushDelay != 0 || engineOptions(Config{Options: mine}).BlockCacheSize != 1<<20 {
+		t.Errorf("the caller's options were changed or dropped: %+v", *mine)
 	}
 }

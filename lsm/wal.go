@@ -50,6 +50,7 @@ type walWriter struct {
 	leading    bool
 	leaderDone chan struct{}
 	kick       chan struct{}
+	delay      time.Duration // Options.WALFlushDelay
 	done       chan struct{}
 	onError    func(error)
 }
@@ -64,7 +65,7 @@ func (d *DB) createWAL(num uint64) (*walWriter, error) {
 		f.Close()
 		return nil, err
 	}
-	l := &walWriter{num: num, f: f, w: record.NewWriter(f), spare: make([]byte, 0, 64<<10), kick: make(chan struct{}, 1), done: make(chan struct{}), syncing: &d.walSyncing,
+	l := &walWriter{num: num, f: f, w: record.NewWriter(f), spare: make([]byte, 0, 64<<10), kick: make(chan struct{}, 1), delay: d.opts.WALFlushDelay, done: make(chan struct{}), syncing: &d.walSyncing,
 		onError: func(err error) {
 			d.mu.Lock()
 			d.setBgErrLocked(fmt.Errorf("WAL write: %w", err))
@@ -73,10 +74,6 @@ func (d *DB) createWAL(num uint64) (*walWriter, error) {
 	go l.flushLoop()
 	return l, nil
 }
-
-// walFlushDelay is how long an unsynced commit may wait in memory before
-// the flusher hands it to the OS.
-const walFlushDelay = 500 * time.Microsecond
 
 // maxUnflushedWAL bounds what unsynced commits may leave in memory: past
 // it the commit leader writes the buffer out itself.
@@ -259,18 +256,22 @@ func (l *walWriter) requestFlush() {
 }
 
 func (l *walWriter) flushLoop() {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
 	for {
 		select {
 		case <-l.done:
 			return
 		case <-l.kick:
 			// Let the writes of the next moments ride along: one wake-up
-			// and one write(2) per walFlushDelay under load, not one per
-			// commit.
+			// and one write(2) per Options.WALFlushDelay under load, not
+			// one per commit.
+			t.Reset(l.delay)
 			select {
 			case <-l.done:
+				t.Stop()
 				return
-			case <-time.After(walFlushDelay):
+			case <-t.C:
 			}
 			if err := l.flush(false); err != nil {
 				l.onError(err)
