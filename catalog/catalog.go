@@ -157,8 +157,7 @@ func Open(dir string, cfg Config) (*Catalog, error) {
 // unsyncedFlushDelay is how long an unsynced catalog's writes wait in
 // memory before they reach the OS. Reconcile rebuilds whatever a crash
 // loses from the store, so the catalog trades that window for one write(2)
-// per engine every 20 ms instead of one every 500µs under load (the
-// flushers were 4% of a publication-heavy broker's CPU).
+// per engine every 20 ms instead of one every 500µs under load.
 const unsyncedFlushDelay = 20 * time.Millisecond
 
 // engineOptions are cfg's engine options, with the unsynced flush delay
