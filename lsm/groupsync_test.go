@@ -89,18 +89,7 @@ func TestApplyNoSyncWait(t *testing.T) {
 // TestWaitWALWritten: a write waited for without sync is in the OS (the
 // file's bytes), though a crash of the machine may still lose it.
 func TestWaitWALWritten(t *testing.T) {
-	mem := vfs.NewMem()
-	var walWrites atomic.Int64
-	fs := vfs.Inject(mem, func(op vfs.Op, path string) error {
-		if op == vfs.OpWrite && strings.HasSuffix(path, ".log") {
-			walWrites.Add(1)
-		}
-		return nil
-	})
-	db, err := Open("/db", smallOptions(fs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, _, walWrites := countWALWrites(t, 0)
 	defer db.Close()
 	b := NewBatch()
 	b.Set([]byte("k"), []byte("v"))
