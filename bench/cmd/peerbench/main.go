@@ -15,7 +15,9 @@
 // Each row gives the server process's CPU seconds over its run and its
 // CPU µs per notification delivered; -separate has Cellcast's subscribers
 // ask for one frame per notification, -cpuprofile saves the broker's
-// profile.
+// profile and the load generator's. Every round's load generator is a
+// process of its own (this command run again with -one), so no round
+// inherits another's heap.
 //
 // The workload is bench/workload's s2 space, as cmd/loadgen's: S2 cells
 // over New York from -min-level (10, about 10 km) to -level (16, about
@@ -26,6 +28,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -34,6 +37,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 
@@ -59,7 +63,10 @@ var (
 	durability = flag.String("durability", "sync,os", "the broker's durability modes to run, comma-separated")
 	seed       = flag.Int64("seed", 1, "workload seed")
 	separate   = flag.Bool("separate", false, "Cellcast's subscribers ask for one frame per notification, not grouped frames")
-	profile    = flag.String("cpuprofile", "", "write the broker's CPU profile of each run to this path prefix (<prefix>-<round>-<mode>.pprof)")
+	one        = flag.String("one", "", "internal: run one system's round (nats, or a durability mode) and print its row as JSON")
+	round      = flag.Int("round", 0, "internal: the round -one runs")
+	dataDir    = flag.String("data", "", "internal: the broker's data directory for -one")
+	profile    = flag.String("cpuprofile", "", "write the broker's CPU profile of each run to this path prefix (<prefix>-<round>-<mode>.pprof.<n>), and the load generator's to <prefix>-<round>-<mode>-client.pprof")
 )
 
 func main() {
@@ -71,20 +78,20 @@ func main() {
 }
 
 type row struct {
-	system      string
-	opsPerSec   float64
-	notesPerSec float64
-	// deliveredPerSec adds past results to notifications: in a closed
+	System      string
+	OpsPerSec   float64
+	NotesPerSec float64
+	// DeliveredPerSec adds past results to notifications: in a closed
 	// loop the split between the two follows the timing.
-	deliveredPerSec float64
-	p50, p99        float64
-	complete, notes string
-	// cpu is the server process's CPU seconds (user and system) over the
-	// run; usPerNote that over the notifications delivered, in µs.
-	cpu, usPerNote float64
-	// clientCPU is the load generator's (this process's) CPU seconds
-	// over the run: on a small machine it competes with the server.
-	clientCPU float64
+	DeliveredPerSec float64
+	P50, P99        float64
+	Complete, Notes string
+	// CPU is the server process's CPU seconds (user and system) over the
+	// run; USPerNote that over the notifications delivered, in µs.
+	CPU, USPerNote float64
+	// ClientCPU is the load generator's CPU seconds over the run: on a
+	// small machine it competes with the server.
+	ClientCPU float64
 }
 
 func run() error {
@@ -94,12 +101,9 @@ func run() error {
 	if *level < 1 {
 		return fmt.Errorf("-level %d: use 1 to 30", *level)
 	}
-	g, err := workload.New(workload.Config{Seed: *seed, Ops: *nOps, Users: *users, SubsPerPub: *ratio, Space: workload.S2,
-		MinLevel: *minLevel, Level: *level})
-	if err != nil {
-		return err
+	if *one != "" {
+		return runOne()
 	}
-	ops := g.All()
 	dir, err := os.MkdirTemp("", "peerbench-")
 	if err != nil {
 		return err
@@ -117,18 +121,14 @@ func run() error {
 	var rows []row
 	for r := range *runs {
 		fmt.Fprintf(os.Stderr, "round %d: NATS core\n", r+1)
-		nr, err := runNATS(nats, ops)
+		nr, err := runChild("nats", r, nats, broker, dir)
 		if err != nil {
 			return err
 		}
 		rows = append(rows, nr)
 		for _, m := range modes {
 			fmt.Fprintf(os.Stderr, "round %d: cellcast --durability %s\n", r+1, m)
-			prof := ""
-			if *profile != "" {
-				prof = fmt.Sprintf("%s-%d-%s.pprof", *profile, r+1, m)
-			}
-			cr, err := runBroker(broker, filepath.Join(dir, fmt.Sprint("data-", r, "-", m)), m, ops, prof)
+			cr, err := runChild(m, r, nats, broker, dir)
 			if err != nil {
 				return err
 			}
@@ -144,18 +144,68 @@ func run() error {
 		frames = "separate"
 	}
 	fmt.Printf("%d users, %d operations, %g subscriptions per publication, S2 levels %d to %d, closed loop, %d in flight per connection, %d+%d connections, %s, %s notifications\n\n",
-		*users, len(ops), *ratio, *minLevel, *level, *window, *conns, *pubConns, bound, frames)
+		*users, *nOps, *ratio, *minLevel, *level, *window, *conns, *pubConns, bound, frames)
 	fmt.Println("| system | ops/s | notifications/s | vs NATS core (same round) | notifications + past results /s | p50 ms | p99 ms | server CPU s | CPU µs per notification | vs NATS core | client CPU s | complete | notes |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
 	var base, baseCPU float64
 	for _, r := range rows {
-		if r.system == "NATS core" {
-			base, baseCPU = r.notesPerSec, r.usPerNote
+		if r.System == "NATS core" {
+			base, baseCPU = r.NotesPerSec, r.USPerNote
 		}
-		fmt.Printf("| %s | %.0f | %.0f | %.2f× | %.0f | %.1f | %.1f | %.1f | %.2f | %.2f× | %.1f | %s | %s |\n", r.system, r.opsPerSec, r.notesPerSec, r.notesPerSec/base,
-			r.deliveredPerSec, r.p50, r.p99, r.cpu, r.usPerNote, r.usPerNote/baseCPU, r.clientCPU, r.complete, r.notes)
+		fmt.Printf("| %s | %.0f | %.0f | %.2f× | %.0f | %.1f | %.1f | %.1f | %.2f | %.2f× | %.1f | %s | %s |\n", r.System, r.OpsPerSec, r.NotesPerSec, r.NotesPerSec/base,
+			r.DeliveredPerSec, r.P50, r.P99, r.CPU, r.USPerNote, r.USPerNote/baseCPU, r.ClientCPU, r.Complete, r.Notes)
 	}
 	return nil
+}
+
+// runChild runs one system's round ("nats", or a durability mode) in a
+// fresh process of this command, so that no round's load generator
+// inherits the last one's heap: NATS core's client leaves a gigabyte
+// behind (a goroutine per subscription), which the kernel's memory
+// monitor keeps tending, and the garbage collector scanning, through
+// the next round.
+func runChild(system string, round int, nats, broker, dir string) (row, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return row{}, err
+	}
+	args := append(os.Args[1:len(os.Args):len(os.Args)], "-one", system, "-round", strconv.Itoa(round+1),
+		"-nats-server", nats, "-broker", broker, "-data", filepath.Join(dir, fmt.Sprint("data-", round, "-", system)))
+	cmd := exec.Command(self, args...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return row{}, fmt.Errorf("round %d of %s: %w", round+1, system, err)
+	}
+	var r row
+	if err := json.Unmarshal(out, &r); err != nil {
+		return row{}, fmt.Errorf("round %d of %s: its row: %w", round+1, system, err)
+	}
+	return r, nil
+}
+
+// runOne is a child's work: it runs -one and prints its row as JSON.
+func runOne() error {
+	g, err := workload.New(workload.Config{Seed: *seed, Ops: *nOps, Users: *users, SubsPerPub: *ratio, Space: workload.S2,
+		MinLevel: *minLevel, Level: *level})
+	if err != nil {
+		return err
+	}
+	ops := g.All()
+	var r row
+	if *one == "nats" {
+		r, err = runNATS(*natsBin, ops)
+	} else {
+		prof := ""
+		if *profile != "" {
+			prof = fmt.Sprintf("%s-%d-%s.pprof", *profile, *round, *one)
+		}
+		r, err = runBroker(*brokerBin, *dataDir, *one, ops, prof)
+	}
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(r)
 }
 
 func runNATS(bin string, ops []workload.Op) (row, error) {
@@ -183,9 +233,9 @@ func runNATS(bin string, ops []workload.Op) (row, error) {
 	if err != nil {
 		return row{}, err
 	}
-	return row{system: "NATS core", opsPerSec: rep.OpsPerSec, notesPerSec: rep.NotesPerSec, deliveredPerSec: rep.NotesPerSec, p50: rep.LatencyMs[0], p99: rep.LatencyMs[1],
-		cpu: cpu1 - cpu0, usPerNote: perNote(cpu1-cpu0, rep.Notifications), clientCPU: selfCPU() - self0,
-		complete: "not checked (no past results, nothing stored)", notes: fmt.Sprintf("%d dropped as slow consumers", rep.Dropped)}, nil
+	return row{System: "NATS core", OpsPerSec: rep.OpsPerSec, NotesPerSec: rep.NotesPerSec, DeliveredPerSec: rep.NotesPerSec, P50: rep.LatencyMs[0], P99: rep.LatencyMs[1],
+		CPU: cpu1 - cpu0, USPerNote: perNote(cpu1-cpu0, rep.Notifications), ClientCPU: selfCPU() - self0,
+		Complete: "not checked (no past results, nothing stored)", Notes: fmt.Sprintf("%d dropped as slow consumers", rep.Dropped)}, nil
 }
 
 // selfCPU is this process's CPU seconds so far.
@@ -233,6 +283,11 @@ func runBroker(bin, data, mode string, ops []workload.Op, prof string) (row, err
 		go func() {
 			profDone <- fetchProfile("http://"+httpAddr+"/debug/pprof/profile?seconds=600", prof, stopProf)
 		}()
+		stop, err := profileSelf(strings.TrimSuffix(prof, ".pprof") + "-client.pprof")
+		if err != nil {
+			return row{}, err
+		}
+		defer stop()
 	}
 	rep, err := loadgen.Run(context.Background(), loadgen.Config{WSURLs: []string{"ws://" + httpAddr + "/ws"}, MetricsURL: "http://" + httpAddr + "/metrics",
 		Ops: ops, Closed: true, Conns: *conns, PubConns: *pubConns, Window: *window, Ahead: *ahead, Seed: *seed, Separate: *separate})
@@ -258,10 +313,24 @@ func runBroker(bin, data, mode string, ops []workload.Op, prof string) (row, err
 	if len(rep.Errors) > 0 {
 		notes += fmt.Sprintf("; errors %v", rep.Errors)
 	}
-	return row{system: "cellcast, " + mode, opsPerSec: rep.OpsPerSec, notesPerSec: rep.NotesPerSec,
-		deliveredPerSec: float64(rep.Notifications+rep.PastResults) / rep.Seconds, p50: rep.Latency.P50, p99: rep.Latency.P99,
-		cpu: cpu1 - cpu0, usPerNote: perNote(cpu1-cpu0, int64(rep.Notifications)), clientCPU: selfCPU() - self0,
-		complete: complete, notes: notes}, nil
+	return row{System: "cellcast, " + mode, OpsPerSec: rep.OpsPerSec, NotesPerSec: rep.NotesPerSec,
+		DeliveredPerSec: float64(rep.Notifications+rep.PastResults) / rep.Seconds, P50: rep.Latency.P50, P99: rep.Latency.P99,
+		CPU: cpu1 - cpu0, USPerNote: perNote(cpu1-cpu0, int64(rep.Notifications)), ClientCPU: selfCPU() - self0,
+		Complete: complete, Notes: notes}, nil
+}
+
+// profileSelf profiles the load generator, which shares the machine's
+// cores with the broker, until the returned stop is called.
+func profileSelf(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // fetchProfile writes the broker's CPU profile in 5-second pieces,
