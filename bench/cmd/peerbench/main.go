@@ -37,7 +37,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 
@@ -283,7 +282,7 @@ func runBroker(bin, data, mode string, ops []workload.Op, prof string) (row, err
 		go func() {
 			profDone <- fetchProfile("http://"+httpAddr+"/debug/pprof/profile?seconds=600", prof, stopProf)
 		}()
-		stop, err := profileSelf(strings.TrimSuffix(prof, ".pprof") + "-client.pprof")
+		stop, err := procs.ProfileCPU(strings.TrimSuffix(prof, ".pprof") + "-client.pprof")
 		if err != nil {
 			return row{}, err
 		}
@@ -317,20 +316,6 @@ func runBroker(bin, data, mode string, ops []workload.Op, prof string) (row, err
 		DeliveredPerSec: float64(rep.Notifications+rep.PastResults) / rep.Seconds, P50: rep.Latency.P50, P99: rep.Latency.P99,
 		CPU: cpu1 - cpu0, USPerNote: perNote(cpu1-cpu0, int64(rep.Notifications)), ClientCPU: selfCPU() - self0,
 		Complete: complete, Notes: notes}, nil
-}
-
-// profileSelf profiles the load generator, which shares the machine's
-// cores with the broker, until the returned stop is called.
-func profileSelf(path string) (stop func(), err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // fetchProfile writes the broker's CPU profile in 5-second pieces,
