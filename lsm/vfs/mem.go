@@ -15,7 +15,12 @@ import (
 // MemFS is an in-memory FS that can simulate a crash. Its zero value is not
 // usable; call NewMem.
 type MemFS struct {
-	mu sync.Mutex
+	// crash makes CrashClone a moment: file writes and syncs hold its
+	// read side, CrashClone its write side. Cloned file by file while
+	// writes went on, an image could hold a newer file's write and miss an
+	// older file's sync that came before it, which no crash can.
+	crash sync.RWMutex
+	mu    sync.Mutex
 	// dirs holds each directory's current entries; durable holds what a
 	// crash would leave: the entries as of the directory's last sync.
 	dirs    map[string]map[string]*memNode
@@ -74,7 +79,7 @@ func (fs *MemFS) Create(name string) (File, error) {
 	}
 	n := &memNode{}
 	ents[base] = n
-	return &memFile{node: n, name: name, writable: true}, nil
+	return &memFile{fs: fs, node: n, name: name, writable: true}, nil
 }
 
 // Open implements FS.
@@ -85,7 +90,7 @@ func (fs *MemFS) Open(name string) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &memFile{node: n, name: name}, nil
+	return &memFile{fs: fs, node: n, name: name}, nil
 }
 
 // OpenDir implements FS. Syncing the returned file makes the directory's
@@ -243,6 +248,8 @@ const (
 // contents as of its last sync (plus, with opts.Rand, a random part of what
 // was written since). The receiver is left untouched.
 func (fs *MemFS) CrashClone(opts CrashOptions) *MemFS {
+	fs.crash.Lock()
+	defer fs.crash.Unlock()
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	out := NewMem()
@@ -293,6 +300,7 @@ func (fs *MemFS) CrashClone(opts CrashOptions) *MemFS {
 const crashPage = 4 << 10
 
 type memFile struct {
+	fs       *MemFS
 	node     *memNode
 	name     string
 	pos      int64
@@ -340,6 +348,8 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	if !f.writable {
 		return 0, fmt.Errorf("vfs: %s opened read-only", f.name)
 	}
+	f.fs.crash.RLock()
+	defer f.fs.crash.RUnlock()
 	f.node.mu.Lock()
 	defer f.node.mu.Unlock()
 	if end := off + int64(len(p)); end > int64(len(f.node.data)) {
@@ -356,6 +366,8 @@ func (f *memFile) Sync() error {
 	if f.closed {
 		return errClosed
 	}
+	f.fs.crash.RLock()
+	defer f.fs.crash.RUnlock()
 	f.node.mu.Lock()
 	defer f.node.mu.Unlock()
 	f.node.synced = append(f.node.synced[:0], f.node.data...)
