@@ -19,6 +19,9 @@ import (
 type memTable struct {
 	*memtable.Memtable
 	logNum uint64
+	// wal is that log while it is open or closing; nil for a memtable
+	// rebuilt from a log at open.
+	wal *walWriter
 	// firstSeq is the first sequence number the memtable may hold: every
 	// earlier write is in an older memtable or a table.
 	firstSeq uint64
@@ -115,7 +118,9 @@ type DB struct {
 	// checkpoints counts Checkpoint calls under way; while any is, no WAL
 	// is deleted (the next flush after them deletes the obsolete ones).
 	checkpoints int
-	bgWG        sync.WaitGroup
+	// nextWAL is the log file the next memtable switch takes (walnext.go).
+	nextWAL *preparedWAL
+	bgWG    sync.WaitGroup
 }
 
 // Open opens or creates the database in dir.
@@ -221,9 +226,10 @@ func (d *DB) recover() error {
 	sort.Slice(logs, func(i, j int) bool { return logs[i] < logs[j] })
 	d.lastSeq = vs.lastSeq
 	// A torn tail is where a crash cut the log being written, so only the
-	// last log that holds records may have one. switchMemtable syncs and
-	// closes a log before the next one gets its first record; a torn log
-	// followed by one with records lost data that had been synced.
+	// last log that holds records may have one. A log is synced and
+	// closed before the next one's first record reaches its file
+	// (switchMemtable); a torn log followed by one with records lost data
+	// that had been synced.
 	var tornErr error
 	for _, num := range logs {
 		end, err := d.replayWAL(num)
@@ -247,6 +253,7 @@ func (d *DB) recover() error {
 	}
 	d.log = w
 	d.mem = d.newMemTable(logNum, 0)
+	d.mem.wal = w
 	vs.logNum = logNum
 	vs.lastSeq = d.lastSeq
 	if err := vs.rotate(nil); err != nil {
@@ -460,6 +467,7 @@ func (d *DB) Close() error {
 		d.bgCond.Wait()
 	}
 	err := d.log.close()
+	d.dropNextWAL()
 	if d.vs.manifestFile != nil {
 		if cerr := d.vs.manifestFile.Close(); err == nil {
 			err = cerr

@@ -36,10 +36,12 @@
 //  3. DB.mu — the DB's state: memtables, versions, the commit queue, the
 //     sticky error; bgCond, flushCond, compactCond and each writer's cond
 //     wait on it. The commit leader releases it for the WAL write and the
-//     memtable apply (writeGroup), so no fsync runs under it, except the
-//     old log's final sync when a full memtable is switched.
+//     memtable apply (writeGroup), so no fsync runs under it: a memtable
+//     switch closes the old log on a goroutine of its own.
 //  4. walWriter.flushMu — one write(2) or sync of the WAL at a time;
-//     taken under d.mu only by a memtable switch (closing the old log).
+//     taken under d.mu only by Close (closing the last log). A log's
+//     first flush waits, holding its flushMu, until the log before it is
+//     closed (walWriter.prev), never the other way round.
 //     WaitWAL reads d.log under d.mu and, after releasing it, waits for
 //     the flush another waiter leads or leads one itself on flushMu.
 //  5. walWriter.mu — the log's in-memory buffer; taken under flushMu or

@@ -41,6 +41,11 @@ func (d *DB) flushOldest() error {
 		start := time.Now()
 		metas, touched, err := d.writeL0Table(m.Memtable, v, snaps)
 		d.deleteObsolete(v.Unref())
+		if m.wal != nil {
+			// The edit below lets its log be deleted: not while its
+			// close (switchMemtable) may still write it.
+			<-m.wal.closeDone
+		}
 		d.mu.Lock()
 		if err != nil {
 			return err

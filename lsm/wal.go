@@ -29,6 +29,15 @@ type walWriter struct {
 	err error
 	// closed: close wrote and synced everything (unless err).
 	closed bool
+	// prev is the log before this one while it closes in the background:
+	// nothing of this log reaches the file before prev's close is done,
+	// and its error is this log's too. Guarded by flushMu; nil once
+	// awaited.
+	prev *walWriter
+	// closeDone is closed when close returns, closeErr (written before)
+	// its error.
+	closeDone chan struct{}
+	closeErr  error
 	// written and synced are the log offsets the OS and the disk hold.
 	written, synced atomic.Int64
 	// syncing is the DB's: set by the first commit that waits for a sync.
@@ -56,23 +65,37 @@ type walWriter struct {
 }
 
 func (d *DB) createWAL(num uint64) (*walWriter, error) {
+	f, err := d.createWALFile(num)
+	if err != nil {
+		return nil, err
+	}
+	return d.openWAL(num, f), nil
+}
+
+// createWALFile creates log num's file, its name synced: the name must
+// survive a crash before anything in it counts.
+func (d *DB) createWALFile(num uint64) (vfs.File, error) {
 	f, err := d.fs.Create(makeFilename(d.fs, d.dir, fileTypeLog, num))
 	if err != nil {
 		return nil, err
 	}
-	// The new name must survive a crash before anything in it counts.
 	if err := syncDir(d.fs, d.dir); err != nil {
 		f.Close()
 		return nil, err
 	}
-	l := &walWriter{num: num, f: f, w: record.NewWriter(f), spare: make([]byte, 0, 64<<10), kick: make(chan struct{}, 1), delay: d.opts.WALFlushDelay, done: make(chan struct{}), syncing: &d.walSyncing,
+	return f, nil
+}
+
+// openWAL starts writing log num to its new file f.
+func (d *DB) openWAL(num uint64, f vfs.File) *walWriter {
+	l := &walWriter{num: num, f: f, w: record.NewWriter(f), spare: make([]byte, 0, 64<<10), kick: make(chan struct{}, 1), delay: d.opts.WALFlushDelay, done: make(chan struct{}), closeDone: make(chan struct{}), syncing: &d.walSyncing,
 		onError: func(err error) {
 			d.mu.Lock()
 			d.setBgErrLocked(fmt.Errorf("WAL write: %w", err))
 			d.mu.Unlock()
 		}}
 	go l.flushLoop()
-	return l, nil
+	return l
 }
 
 // maxUnflushedWAL bounds what unsynced commits may leave in memory: past
@@ -97,6 +120,7 @@ func (l *walWriter) flush(sync bool) error {
 
 // flushLocked is flush with l.flushMu held.
 func (l *walWriter) flushLocked(sync bool) error {
+	l.awaitPrevLocked()
 	if l.err != nil || l.closed {
 		return l.err
 	}
@@ -281,6 +305,28 @@ func (l *walWriter) flushLoop() {
 	}
 }
 
+// awaitPrevLocked waits, with flushMu held, until the log before this
+// one is closed, and takes on its error.
+func (l *walWriter) awaitPrevLocked() {
+	if l.prev == nil {
+		return
+	}
+	<-l.prev.closeDone
+	if err := l.prev.closeErr; err != nil && l.err == nil {
+		l.err = fmt.Errorf("the previous WAL: %w", err)
+	}
+	l.prev = nil
+}
+
+// waitPrev returns once every older log is closed (each close waits for
+// the one before): what they hold is in the OS and on disk.
+func (l *walWriter) waitPrev() error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.awaitPrevLocked()
+	return l.err
+}
+
 // close writes and syncs what is buffered and closes the file.
 func (l *walWriter) close() error {
 	close(l.done)
@@ -294,5 +340,7 @@ func (l *walWriter) close() error {
 	if l.err == nil {
 		l.err = err
 	}
+	l.closeErr = err
+	close(l.closeDone)
 	return err
 }
